@@ -1,0 +1,1 @@
+"""Client descriptors (data): one TOML file per MCP client."""

@@ -1,0 +1,1 @@
+"""Shipped policies (data): one YAML file per known MCP server."""

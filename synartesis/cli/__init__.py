@@ -1,0 +1,25 @@
+"""The `synartesis` command line.
+
+`main()` is the single error boundary: it turns :class:`SynartesisError` into
+``synartesis: MESSAGE`` on stderr and the error's exit code (0 / 1 / 2, DESIGN §9).
+`synartesis proxy …` is handed to the stdlib-only proxy before typer or rich are imported:
+every MCP client pays the CLI's import time on every launch otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script and of ``python -m synartesis``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "proxy":
+        from synartesis.proxy.main import main as proxy_main
+
+        sys.exit(proxy_main(args[1:]))
+    from synartesis.cli.app import run
+
+    sys.exit(run(args))

@@ -1,0 +1,81 @@
+"""The typer application; command modules register themselves on :data:`app`."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+import typer
+
+from synartesis.errors import SynartesisError
+
+__all__ = ["app", "run", "COMMAND_MODULES"]
+
+app = typer.Typer(
+    name="synartesis",
+    help=(
+        "An undo layer for AI agents. Every MCP tool call is journalled with the state it "
+        "replaced; `undo` puts it back; calls that cannot be undone wait for `approve`.\n\n"
+        "The policy is ./synartesis.yaml (or the nearest one above), else "
+        "$SYNARTESIS_HOME/synartesis.yaml (default ~/.synartesis); the journal is journal.db beside it."
+    ),
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# Each module defines typer commands on `app` at import time.
+COMMAND_MODULES = (
+    "synartesis.cli.journal_cmds",
+    "synartesis.cli.undo_cmds",
+    "synartesis.cli.install_cmds",
+    "synartesis.cli.policy_cmds",
+    "synartesis.cli.demo_cmds",
+    "synartesis.cli.tui_cmds",
+)
+
+
+def _load_commands() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a command module not written yet
+            if exc.name != name:
+                raise
+
+
+def _proxy_help() -> None:
+    """`synartesis proxy` is dispatched before typer; this keeps it in --help."""
+
+
+app.command(
+    "proxy",
+    help="Run the MCP proxy (what client configs launch): proxy --server NAME -- CMD ARGS…",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)(_proxy_help)
+
+
+def run(argv: list[str]) -> int:
+    """Run the CLI on ``argv``; return the exit code (0 ok, 1 refused/halted, 2 usage)."""
+    _load_commands()
+    try:
+        result = app(args=argv, prog_name="synartesis", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.exceptions.Abort:
+        sys.stderr.write("synartesis: aborted\n")
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if isinstance(exc, click.UsageError) else int(exc.exit_code or 1)
+    except SynartesisError as exc:
+        sys.stderr.write(f"synartesis: {exc.message}\n")
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    return int(result or 0) if isinstance(result, int) else 0

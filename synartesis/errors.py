@@ -1,0 +1,90 @@
+"""The error tree. Every error a user can cause carries its exit code (DESIGN §9).
+
+0 success · 1 halted, refused or conflict · 2 usage or configuration error.
+Only `synartesis.cli` turns these into exit codes and messages.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SynartesisError",
+    "UsageError",
+    "PolicyError",
+    "JournalError",
+    "NoJournalError",
+    "UpstreamError",
+    "ConflictError",
+    "ConfigParseError",
+    "UndoHaltedError",
+]
+
+
+class SynartesisError(Exception):
+    """Base class: a message meant for the user and the exit code it maps to."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(SynartesisError):
+    """Bad command-line usage: unknown flag, missing value, no such run or action."""
+
+    exit_code = 2
+
+
+class PolicyError(SynartesisError, ValueError):
+    """A policy that does not load or does not validate.
+
+    The message always starts with ``FILE:LINE:COL: `` when a location is known.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 col: int | None = None) -> None:
+        self.file, self.line, self.col, self.detail = file, line, col, message
+        if file is not None and line is not None:
+            message = f"{file}:{line}:{col or 1}: {message}"
+        elif file is not None:
+            message = f"{file}: {message}"
+        super().__init__(message)
+
+
+class ConfigParseError(SynartesisError):
+    """A client config file that cannot be parsed; it is never written."""
+
+    exit_code = 2
+
+
+class JournalError(SynartesisError):
+    """The journal could not be opened, read or written."""
+
+    exit_code = 1
+
+
+class NoJournalError(JournalError):
+    """A command that reads the journal found none (only the proxy creates one)."""
+
+
+class UpstreamError(SynartesisError):
+    """An MCP server could not be started or failed while we talked to it."""
+
+    exit_code = 1
+
+
+class ConflictError(SynartesisError):
+    """Someone else changed what we were about to change (a file, an action row)."""
+
+    exit_code = 1
+
+
+class UndoHaltedError(SynartesisError):
+    """Undo stopped because the world no longer looks the way the run left it."""
+
+    exit_code = 1

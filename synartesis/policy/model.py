@@ -1,0 +1,134 @@
+"""The policy model: frozen dataclasses built by :mod:`synartesis.policy.loader`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED"]
+
+def pattern_regex(pattern: str) -> re.Pattern:
+    """Compile a match pattern: ``*`` is any run of characters other than ``.``; the rest is
+    literal; the pattern is anchored to the whole name (reference-spec §2.8)."""
+    return re.compile("[^.]*".join(re.escape(part) for part in pattern.split("*")))
+
+
+CLASSES = ("readonly", "reversible", "compensable", "irreversible")
+GATES = ("always", "on_write", "never")
+
+
+@dataclass(frozen=True)
+class CallTemplate:
+    """A call a policy makes on the agent's behalf: a pre-read, an inverse or a verify read.
+
+    Attributes:
+        server, tool: where it goes (``tool`` is the upstream's own tool name).
+        args: JSON-like template (strings may hold references, see ``refs``).
+        absent_when: case-insensitive phrases that, in a failed read, mean "does not exist".
+            Empty tuple: any tool error of the read means "absent" (reference behaviour).
+        refuse_when: phrases that, in a successful read's payload, mean the read cannot
+            represent the resource exactly (e.g. U+FFFD from a binary file): the write is refused.
+    """
+
+    server: str
+    tool: str
+    args: dict
+    absent_when: tuple[str, ...] = ()
+    refuse_when: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        d: dict[str, Any] = {"server": self.server, "tool": self.tool, "args": self.args}
+        if self.absent_when:
+            d["absent_when"] = list(self.absent_when)
+        if self.refuse_when:
+            d["refuse_when"] = list(self.refuse_when)
+        return d
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``tools[i]`` entry (or the synthesised fail-closed rule when ``matched`` is False)."""
+
+    match: str
+    cls: str
+    gate: str
+    snapshot: CallTemplate | None = None
+    inverse: tuple[CallTemplate, ...] = ()
+    verify: CallTemplate | None = None
+    when: dict | None = None
+    sql_arg: str | None = None
+    note: str | None = None
+    index: int = -1
+    matched: bool = True
+    _regex: re.Pattern | None = field(default=None, compare=False, repr=False)
+
+    def applies(self, qualified: str, args: Any) -> bool:
+        """True when this rule's pattern matches ``server.tool`` and its ``when`` holds."""
+        if self._regex is None or not self._regex.fullmatch(qualified):
+            return False
+        if self.when:
+            if not isinstance(args, dict):
+                return False
+            from synartesis.canonical import canonical
+            for key, literal in self.when.items():
+                if key not in args or canonical(args[key]) != canonical(literal):
+                    return False
+        return True
+
+
+FAIL_CLOSED = "no rule matches this tool, so it is treated as irreversible"
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """``servers.NAME``: how to start a server and what we know about it."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict = field(default_factory=dict)
+    cwd: str | None = None
+    provenance: str | None = None
+    pins: dict = field(default_factory=dict)
+    origin: dict | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A loaded, validated policy."""
+
+    path: str
+    servers: dict[str, ServerSpec]
+    rules: tuple[Rule, ...]
+
+    def ordered_rules(self) -> list[Rule]:
+        """Rules by specificity (reference-spec §2.8): longer literal text first, then fewer
+        wildcards, then rules with a ``when`` before those without, then declaration order."""
+        return sorted(self.rules, key=lambda r: (-(len(r.match) - r.match.count("*")),
+                                                 r.match.count("*"), 0 if r.when else 1, r.index))
+
+    def rule_for(self, server: str, tool: str, args: Any = None) -> Rule:
+        """The rule that governs ``server.tool`` called with ``args``.
+
+        Fail closed (DESIGN §3 step 1): no match, or a server the policy does not declare,
+        gives an ``irreversible`` rule with ``gate: always`` and ``matched=False``.
+        """
+        qualified = f"{server}.{tool}"
+        if server in self.servers:
+            cache = self.__dict__.setdefault("_ordered", self.ordered_rules())
+            for rule in cache:
+                if rule.applies(qualified, args):
+                    return rule
+        return Rule(match=qualified, cls="irreversible", gate="always", matched=False,
+                    note=FAIL_CLOSED if server in self.servers else
+                    f"server {server} is not in the policy {self.path}, so every tool is held")
+
+    def rules_for_server(self, server: str) -> list[Rule]:
+        """Rules whose pattern's server part can match ``server``."""
+        out = []
+        for r in self.rules:
+            if pattern_regex(r.match.split(".", 1)[0]).fullmatch(server):
+                out.append(r)
+        return out

@@ -1,0 +1,322 @@
+"""The ``tools/call`` pipeline (DESIGN §3; reference-spec §4.5 with its defects fixed).
+
+1. Resolve the rule for ``server.tool`` (fail closed: no rule → irreversible, gated).
+2. Pins: a server whose tool shapes moved refuses every call.
+3. Gate: a recent denial of this exact call is told to the agent (who, why); an unused
+   approval is spent; otherwise the call is held (reusing a waiting twin) and refused at once.
+4. Record the action (next seq of the run).
+5. Snapshot: the pre-read; ``absent_when`` tells absence from failure; any other failure, a
+   payload over the size cap or a lossy read (``refuse_when``) refuses the write.
+   Absence where the inverse needs the snapshot holds the call for approval.
+6. Forward the original bytes; a JSON-RPC error or ``isError`` → ``failed``.
+7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``) → ``applied``.
+8. Timeout, disconnect or cancellation after the request was written → ``unknown``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from synartesis.canonical import canonical
+from synartesis.errors import JournalError
+from synartesis.log import log
+from synartesis.policy.model import CallTemplate, Rule
+from synartesis.policy.refs import RefError, resolve_template
+from synartesis.policy.sqlgate import should_gate
+from synartesis.proxy.payload import cli_command, error_text, is_error, payload
+from synartesis.proxy.upstream import RequestFailed
+
+if TYPE_CHECKING:
+    from synartesis.proxy.relay import Proxy
+
+__all__ = ["CallContext", "handle_call", "ReadOutcome", "run_read", "GATE_PREFIX"]
+
+GATE_PREFIX = "Synartesis is holding this call for approval"
+IRREVERSIBLE = "this action cannot be undone"
+
+
+@dataclass
+class CallContext:
+    """One client ``tools/call`` request as it moves through the pipeline."""
+
+    line: bytes
+    msg: dict
+    id_key: str
+    forwarded: bool = False
+    cancelled: bool = False
+    response: asyncio.Future | None = None
+    action_id: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class ReadOutcome:
+    """A pre-read, post-read or drift read: ``present`` (with payload), ``absent`` or ``failed``."""
+
+    kind: str
+    payload: Any = None
+    reason: str = ""
+
+    def observation(self) -> dict | None:
+        """``{"present": true, "value": …}`` / ``{"present": false}``; None when failed."""
+        if self.kind == "present":
+            return {"present": True, "value": self.payload}
+        if self.kind == "absent":
+            return {"present": False}
+        return None
+
+
+async def run_read(request: Any, read: dict, *, timeout: float | None, max_bytes: int,
+                   meta: dict | None = None) -> ReadOutcome:
+    """Run a resolved read ``{"server","tool","args","absent_when"?,"refuse_when"?}``.
+
+    ``request`` is an awaitable factory ``(method, params, timeout, meta) -> result``
+    (a :class:`Child`'s ``request``). Used by the proxy and by undo, so both classify a read
+    the same way. Payloads larger than ``max_bytes`` (UTF-8 of compact JSON) fail: a write
+    whose prior state cannot be kept is refused rather than risked (FINDINGS §5).
+    """
+    try:
+        result = await request("tools/call", {"name": read["tool"], "arguments": read.get("args", {})},
+                               timeout=timeout, meta=meta)
+    except RequestFailed as exc:
+        return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} failed: {exc.message}")
+    if is_error(result):
+        text = error_text(result)
+        phrases = read.get("absent_when") or []
+        blob = json.dumps(result, ensure_ascii=False).lower()
+        if not phrases or any(p.lower() in blob for p in phrases):
+            return ReadOutcome("absent", reason=text)
+        return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} reported an error: {text}")
+    value = payload(result)
+    text = canonical(value)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        return ReadOutcome("failed", reason=(
+            f"the prior state is {size:,} bytes, over the {max_bytes:,}-byte snapshot cap; a write "
+            "that cannot be snapshotted is refused rather than risked (raise --max-snapshot-bytes "
+            "or SYNARTESIS_MAX_SNAPSHOT_BYTES to allow it)"))
+    for phrase in read.get("refuse_when") or []:
+        if phrase and phrase in text:
+            return ReadOutcome("failed", reason=(
+                f"the read {read['server']}.{read['tool']} cannot represent this resource exactly "
+                f"(it contains {phrase!r}, e.g. a binary file read as text), so restoring it would "
+                "corrupt it; the write is refused"))
+    return ReadOutcome("present", payload=value)
+
+
+def resolve_call(template: CallTemplate, scope: dict) -> dict:
+    """A template resolved to a literal call ``{"server","tool","args"[,"absent_when","refuse_when"]}``.
+
+    Raises:
+        RefError: a reference that does not resolve.
+    """
+    out = {"server": template.server, "tool": template.tool, "args": resolve_template(template.args, scope)}
+    if template.absent_when:
+        out["absent_when"] = list(template.absent_when)
+    if template.refuse_when:
+        out["refuse_when"] = list(template.refuse_when)
+    return out
+
+
+def _uses_snapshot(rule: Rule) -> bool:
+    from synartesis.policy.refs import references
+    return any(ns == "snapshot" for call in rule.inverse for _, ns in references(call.args))
+
+
+def tool_result(text: str, modern: bool) -> dict:
+    """A CallToolResult with ``isError: true`` that the model can read and relay."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    if modern:
+        result["resultType"] = "complete"
+    return result
+
+
+async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
+    """Run one ``tools/call`` through the pipeline; always answers the client exactly once."""
+    params = ctx.msg.get("params") if isinstance(ctx.msg.get("params"), dict) else {}
+    exposed = params.get("name")
+    args = params.get("arguments")
+    args = {} if args is None else args
+    if not isinstance(exposed, str):
+        await proxy.forward_to_child(ctx)  # malformed: let the server answer as it would
+        return
+    server, tool = proxy.route(exposed)
+    rule = proxy.policy_rule(server, tool, args)
+    qualified = f"{server}.{tool}"
+    j = proxy.journal
+    run_id = proxy.ensure_run()
+
+    try:
+        # 2. pins
+        pin_problem = await proxy.pin_problem(server)
+        if pin_problem:
+            action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
+                                     status="pending")
+            j.mark_failed(action.id, pin_problem)
+            await proxy.reply_error_result(ctx, pin_problem)
+            return
+
+        # 3. gate
+        wants_gate = rule.gate == "always" or (rule.gate == "on_write" and should_gate(args, rule.sql_arg))
+        action = None
+        if wants_gate:
+            action = await _pass_gate(proxy, ctx, server, tool, rule, args, run_id,
+                                      IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
+            if action is None:
+                return
+        # 4. record
+        if action is None:
+            action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
+        ctx.action_id = action.id
+        approved = wants_gate
+
+        # 5. snapshot
+        snapshot_out: ReadOutcome | None = None
+        read: dict | None = None
+        if rule.snapshot is not None:
+            try:
+                read = resolve_call(rule.snapshot, {"args": args})
+            except RefError as exc:
+                return await _refuse_failed(proxy, ctx, action.id, qualified,
+                                            f"its pre-read could not be built from the arguments: {exc}")
+            snapshot_out = await proxy.read(read)
+            if snapshot_out.kind == "failed":
+                return await _refuse_failed(proxy, ctx, action.id, qualified, snapshot_out.reason)
+            j.set_prior(action.id, "captured" if snapshot_out.kind == "present" else "absent",
+                        snapshot_out.payload if snapshot_out.kind == "present" else None,
+                        {k: v for k, v in read.items() if k != "refuse_when"})
+            if snapshot_out.kind == "absent" and _uses_snapshot(rule) and not approved:
+                reason = ("nothing was captured to restore, so this cannot be undone — the read said: "
+                          f"{snapshot_out.reason}")
+                carried = j.take_approval(run_id, server, tool, rule.cls, rule.match, args, action_id=action.id)
+                if carried is None:
+                    denial = j.find_denial(server, tool, args)
+                    if denial is not None:
+                        j.mark_failed(action.id, f"denied by {denial.decided_by} as action {denial.id[:8]}")
+                        await proxy.reply_error_result(ctx, _denied_text(denial))
+                        return
+                    held, _ = j.hold(run_id, server, tool, rule.cls, rule.match, args, reason, action_id=action.id)
+                    await proxy.reply_error_result(ctx, _held_text(proxy, held.id, reason))
+                    return
+                approved = True
+        # 6. forward
+        if ctx.cancelled:
+            j.mark_failed(action.id, "the client cancelled the call before it was sent")
+            return
+        fut = await proxy.forward_to_child(ctx)
+        if fut is None:  # could not be written: certainly not applied
+            j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
+            await proxy.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
+            return
+        if rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
+            asyncio.ensure_future(_settle(proxy, ctx, fut, action.id, rule, args, None, None))
+            return
+        await _settle(proxy, ctx, fut, action.id, rule, args, snapshot_out, read)
+    except JournalError as exc:
+        log("error", "journal failed; the call was not sent", error=str(exc), tool=qualified)
+        if not ctx.forwarded:
+            await proxy.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+
+
+async def _pass_gate(proxy: "Proxy", ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
+                     run_id: str, why: str):
+    j = proxy.journal
+    carried = j.take_approval(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
+    if carried is not None:
+        log("info", "proceeding on an approval", action=carried.id, by=carried.decided_by, tool=f"{server}.{tool}")
+        return carried
+    denial = j.find_denial(server, tool, args)
+    if denial is not None:
+        await proxy.reply_error_result(ctx, _denied_text(denial))
+        return None
+    held, reused = j.hold(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args, why)
+    log("warn", "awaiting approval", action=held.id, tool=f"{server}.{tool}", reused=reused,
+        approve=_approve_cmd(proxy, held.id))
+    await proxy.reply_error_result(ctx, _held_text(proxy, held.id, held.note or why))
+    return None
+
+
+def _approve_cmd(proxy: "Proxy", action_id: str) -> str:
+    import shlex
+    return f"{cli_command()} approve {action_id[:8]} --journal {shlex.quote(str(proxy.journal.path))}"
+
+
+def _held_text(proxy: "Proxy", action_id: str, why: str) -> str:
+    return (f"{GATE_PREFIX}, because {why}. It was not sent. Action {action_id[:8]} is waiting for a "
+            f"person to approve it. Ask them to run:\n  {_approve_cmd(proxy, action_id)}\n"
+            "then make this exact call again (same tool, same arguments). "
+            "Do not try to reach the same result with a different tool.")
+
+
+def _denied_text(denial: Any) -> str:
+    reason = denial.decision_note or "no reason given"
+    return (f"Synartesis refused this call: {denial.decided_by} denied it (action {denial.id[:8]}) at "
+            f"{denial.decided_at}: {reason}. It was not sent. Do not retry it; tell the user and ask "
+            "what they want instead.")
+
+
+async def _refuse_failed(proxy: "Proxy", ctx: CallContext, action_id: str, qualified: str, reason: str) -> None:
+    proxy.journal.mark_failed(action_id, f"write blocked: {reason}")
+    log("error", "write blocked: snapshot failed", action=action_id, tool=qualified, reason=reason)
+    await proxy.reply_error_result(ctx, f"Synartesis blocked {qualified} and did not send it: {reason}.")
+
+
+async def _settle(proxy: "Proxy", ctx: CallContext, fut: asyncio.Future, action_id: str, rule: Rule,
+                  args: Any, snapshot_out: ReadOutcome | None, read: dict | None) -> None:
+    """Wait for the forwarded call's answer and journal its outcome."""
+    j = proxy.journal
+    try:
+        outcome = await proxy.await_response(fut)
+    except RequestFailed as exc:
+        j.mark_unknown(action_id, f"outcome unknown: {exc.message}")
+        log("warn", "outcome unknown", action=action_id, reason=exc.message)
+        return
+    if outcome is None:  # cancelled by the client after it was sent
+        j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")
+        return
+    msg = outcome
+    try:
+        if "error" in msg:
+            err = msg.get("error") or {}
+            j.mark_failed(action_id, f"the server answered with an error: {err.get('message') if isinstance(err, dict) else err}")
+            return
+        result = msg.get("result")
+        if is_error(result):
+            j.mark_failed(action_id, f"the server refused the call: {error_text(result)}", result)
+            return
+        notes: list[str] = []
+        inverse: list | None = None
+        scope: dict[str, Any] = {"args": args, "result": payload(result)}
+        if snapshot_out is not None and snapshot_out.kind == "present":
+            scope["snapshot"] = snapshot_out.payload
+        if rule.inverse:
+            if snapshot_out is not None and snapshot_out.kind == "absent" and _uses_snapshot(rule):
+                notes.append(f"no prior state existed, so there is nothing to restore: {snapshot_out.reason}")
+            else:
+                try:
+                    inverse = [resolve_call(c, scope) for c in rule.inverse]
+                except RefError as exc:
+                    notes.append(f"inverse could not be resolved: {exc}")
+        verify_read: dict | None = None
+        post: dict | None = None
+        if read is not None:
+            verify_read = {k: v for k, v in read.items() if k != "refuse_when"}
+        elif rule.verify is not None:
+            try:
+                verify_read = resolve_call(rule.verify, scope)
+            except RefError as exc:
+                notes.append(f"verify read could not be resolved: {exc}")
+        if verify_read is not None and rule.cls != "readonly":
+            observed = await proxy.read(verify_read)
+            post = observed.observation()
+            if post is None:
+                notes.append(f"post-state could not be captured: {observed.reason}")
+        j.mark_applied(action_id, result=result, inverse=inverse, verify=verify_read, post=post,
+                       note="; ".join(notes) or None)
+        if notes:
+            log("warn", "applied with reservations", action=action_id, notes=notes)
+    except JournalError as exc:
+        log("error", "journal failed after the call was applied", action=action_id, error=str(exc))
