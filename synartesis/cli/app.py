@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-import click
 import typer
 
 from synartesis.errors import SynartesisError
@@ -62,15 +61,11 @@ def run(argv: list[str]) -> int:
     """Run the CLI on ``argv``; return the exit code (0 ok, 1 refused/halted, 2 usage)."""
     _load_commands()
     try:
-        result = app(args=argv, prog_name="synartesis", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
-    except click.exceptions.Abort:
-        sys.stderr.write("synartesis: aborted\n")
-        return 1
-    except click.ClickException as exc:
-        exc.show()
-        return 2 if isinstance(exc, click.UsageError) else int(exc.exit_code or 1)
+        # standalone mode: typer/click print usage errors and exit 2, and honour typer.Exit
+        app(args=argv, prog_name="synartesis", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
     except SynartesisError as exc:
         sys.stderr.write(f"synartesis: {exc.message}\n")
         return exc.exit_code
@@ -78,4 +73,4 @@ def run(argv: list[str]) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    return int(result or 0) if isinstance(result, int) else 0
+    return 0

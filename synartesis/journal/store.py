@@ -77,6 +77,9 @@ CREATE TABLE events (
   id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, action_id TEXT, undo_id TEXT,
   at TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL);
 CREATE INDEX events_by_run ON events (run_id, id);
+CREATE TABLE shapes (
+  fingerprint TEXT PRIMARY KEY, server TEXT NOT NULL, tool TEXT NOT NULL, ref TEXT NOT NULL,
+  first_seen TEXT NOT NULL);
 """),
 ]
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
@@ -689,6 +692,25 @@ class Journal:
                                      "WHERE run_id = ? ORDER BY started_at", (run_id,)).fetchall()
         return [UndoRow(*r) for r in rows]
 
+    # -- tool shapes (so a pin mismatch can name the field that changed) --------------
+    def remember_shapes(self, server: str, shapes: dict[str, dict]) -> None:
+        """Store tool objects seen in ``tools/list`` by fingerprint (``{fingerprint: tool}``)."""
+        with self._guard("remember tool shapes"), self._tx():
+            for fp, tool in shapes.items():
+                if not self.conn.execute("SELECT 1 FROM shapes WHERE fingerprint = ?", (fp,)).fetchone():
+                    self.conn.execute("INSERT INTO shapes VALUES (?,?,?,?,?)",
+                                      (fp, server, str(tool.get("name")), self.put_json(tool), now_iso()))
+
+    def shapes(self, fingerprints: Iterable[str]) -> dict[str, dict]:
+        """Tool objects recorded under these fingerprints (those that are known)."""
+        out: dict[str, dict] = {}
+        with self._guard("read tool shapes"):
+            for fp in fingerprints:
+                row = self.conn.execute("SELECT ref FROM shapes WHERE fingerprint = ?", (fp,)).fetchone()
+                if row:
+                    out[fp] = self._join(json.loads(self._get_blob(row[0])))
+        return out
+
     # -- audit and prune -----------------------------------------------------------------
     def audit(self, run_id: str) -> AuditResult:
         """Re-compute the run's hash chain and compare it with the action rows.
@@ -764,6 +786,7 @@ class Journal:
         for row in self.conn.execute(f"SELECT {', '.join(cols)} FROM actions"):
             live.update(r for r in row if r)
         live.update(r[0] for r in self.conn.execute("SELECT report_ref FROM undos WHERE report_ref IS NOT NULL"))
+        live.update(r[0] for r in self.conn.execute("SELECT ref FROM shapes"))
         for data in self.conn.execute("SELECT data FROM events WHERE kind = 'undo.end'").fetchall():
             ref = json.loads(data[0]).get("report")
             if ref:

@@ -221,7 +221,11 @@ class Proxy:
         if self._catalog is None:
             await self._fetch_catalog()
         from synartesis.pins import check_pins  # stdlib only
-        problem = check_pins(server, spec.pins, self._catalog or {}, self.policy, cli=_cli())
+        try:
+            shapes = self.journal.shapes(spec.pins.values())
+        except JournalError:
+            shapes = {}
+        problem = check_pins(server, spec.pins, self._catalog or {}, self.policy, cli=_cli(), shapes=shapes)
         if problem and not self._pins_logged:
             self._pins_logged = True
             log("error", "tool shapes changed since they were pinned; every call is refused", server=server,
@@ -246,6 +250,7 @@ class Proxy:
             log("warn", "could not read tools/list for pins", error=exc.message)
             return
         self._catalog = tools
+        self._remember(tools)
 
     def _is_modern(self, msg: Any) -> bool:
         params = msg.get("params") if isinstance(msg, dict) else None
@@ -375,6 +380,15 @@ class Proxy:
                 self._catalog_partial[t["name"]] = t
         if not result.get("nextCursor"):
             self._catalog, self._catalog_partial = self._catalog_partial, {}
+            self._remember(self._catalog)
+
+    def _remember(self, catalog: dict[str, dict]) -> None:
+        """Keep each tool shape by fingerprint, so a later pin mismatch can say what changed."""
+        try:
+            from synartesis.pins import fingerprint
+            self.journal.remember_shapes(self.server, {fingerprint(t): t for t in catalog.values()})
+        except (JournalError, ImportError) as exc:
+            log("warn", "could not record tool shapes", error=str(exc))
 
     # -- lanes and lifecycle -------------------------------------------------------------
     async def _lane_worker(self) -> None:

@@ -1,0 +1,45 @@
+"""Options and output helpers shared by the command modules."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+__all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "shorten"]
+
+ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="P")
+JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="P")
+JsonOpt = typer.Option(False, "--json", help="Machine-readable output.")
+
+
+def _no_color() -> bool:
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
+def console() -> Console:
+    """stdout console: colour only on a terminal without NO_COLOR."""
+    return Console(no_color=_no_color(), highlight=False, soft_wrap=not sys.stdout.isatty())
+
+
+def err_console() -> Console:
+    return Console(stderr=True, no_color=_no_color(), highlight=False)
+
+
+def print_json(value: Any) -> None:
+    """Write ``value`` as indented JSON to stdout."""
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def shorten(value: Any, limit: int = 96) -> str:
+    """Compact JSON (or text) cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def opt(value: Optional[str]) -> Optional[str]:
+    return value

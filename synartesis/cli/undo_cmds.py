@@ -1,0 +1,158 @@
+"""`undo`, `show --live` and `prune`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from synartesis.cli.app import app
+from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, print_json, shorten
+from synartesis.errors import PolicyError
+from synartesis.policy import Policy, load_policy
+from synartesis.services.context import default_actor, open_journal, where
+from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
+
+_KIND_STYLE = {"revert": "green", "already-reverted": "green", "skip": "dim", "permanent": "yellow",
+               "kept": "dim", "halt": "bold red", "overwrite": "bold yellow"}
+
+
+def _policy(manifest: Optional[str]) -> Policy | None:
+    path = where(manifest).policy
+    if not path.exists():
+        return None
+    return load_policy(path)  # a malformed policy is a configuration error (exit 2)
+
+
+@app.command("undo")
+def undo_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (default: the newest run that is not active)."),
+             to: Optional[int] = typer.Option(None, "--to", help="Undo down to this seq only (newer actions first)."),
+             dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
+             replan: bool = typer.Option(False, "--replan", help="Rebuild inverses and reads from the current policy using the captured state."),
+             force: bool = typer.Option(False, "--force", help="Undo an active run / list what would be overwritten despite drift; with --yes, do it."),
+             yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead."),
+             by: Optional[str] = typer.Option(None, "--by", help="Who is undoing (default: the OS user)."),
+             manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+             as_json: bool = JsonOpt) -> None:
+    """Put back what a run changed, newest first; stop at the first sign the world moved on."""
+    if yes and not force:
+        raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
+    policy = _policy(manifest)
+    opts = UndoOptions(run=run, to=to, dry_run=dry_run, replan=replan, force=force, yes=yes,
+                       by=by or default_actor(), policy=policy)
+    if replan and policy is None:
+        raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
+    with open_journal(manifest, journal) as j:
+        report = asyncio.run(undo_run(j, opts))
+    if as_json:
+        print_json(report.as_json())
+    else:
+        render_undo(report)
+    raise typer.Exit(0 if report.status == "rolled_back" and not report.halted and not report.overwrites else 1)
+
+
+def render_undo(report: UndoReport) -> None:
+    """Print an undo report (used by the CLI, the demo and the console)."""
+    out = console()
+    title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else "U N D O")
+    out.print(f"\n  [bold]{title}[/]  {report.run}")
+    for w in report.warnings:
+        out.print(f"  [yellow]warning:[/] {escape(w)}")
+    main = [s for s in report.steps if s.kind != "kept"]
+    kept = [s for s in report.steps if s.kind == "kept"]
+    for s in main:
+        style = _KIND_STYLE.get(s.kind, "")
+        tag = "  [unverified]" if s.kind == "revert" and not s.verified and s.outcome != "would call" else ""
+        out.print(f"  {s.seq:>3}  [{style}]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}{tag}")
+        for call in s.calls or []:
+            verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
+            prefix = "replanned, " if s.replanned else ""
+            out.print(f"         {prefix}{verb} {escape(call['server'])}.{escape(call['tool'])} {escape(shorten(call['args'], 120))}")
+        if s.kind == "revert" and s.outcome and s.outcome != "would call":
+            out.print(f"         → {s.outcome}")
+        if s.kind == "overwrite" and s.detail:
+            for line in s.detail.splitlines()[1:]:
+                out.print(f"         {escape(line.strip())}")
+    if kept:
+        out.print("\n  left alone")
+        for s in kept:
+            out.print(f"  {s.seq:>3}  [dim]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}")
+    if report.halted:
+        h = report.halted
+        out.print(f"\n  [bold red]halted at sequence {h.seq}[/]  {escape(h.reason)}")
+        for line in (h.detail or "").splitlines():
+            out.print(f"  {escape(line)}")
+        if not report.dry_run:
+            out.print("\n  Nothing older than this was touched. Three ways on:")
+            out.print("    1. leave it as it is (newer actions stay undone);")
+            out.print("    2. put the resource back the way the run left it, then run `synartesis undo --replan`;")
+            out.print("    3. `synartesis undo --force` to see what would be overwritten, then `--force --yes` to overwrite it.")
+    if report.left_in_place:
+        n = len(report.left_in_place)
+        out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
+    if report.preview_force:
+        if report.overwrites:
+            out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was changed.")
+        else:
+            out.print("\n  nothing has drifted; --force --yes would do what the plan above shows. Nothing was changed.")
+    elif report.dry_run:
+        n = sum(1 for s in report.steps if s.kind == "revert")
+        out.print(f"\n  {n} would be reverted · nothing was changed")
+    out.print(f"\n  [bold]R E S U L T[/]  {report.status}{' (dry run)' if report.dry_run else ''}\n")
+
+
+def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:
+    """`show RUN --live`; returns the exit code (1 when anything drifted or is unreadable)."""
+    policy = _policy(manifest)
+    with open_journal(manifest, journal) as j:
+        report = asyncio.run(live_check(j, run, policy))
+    if as_json:
+        print_json(report.as_json())
+    else:
+        out = console()
+        out.print(f"[bold]live check of run {report.run}[/] (nothing is written)")
+        for w in report.warnings:
+            out.print(f"  [yellow]warning:[/] {escape(w)}")
+        for item in report.items:
+            out.print(f"  {item.seq:>3}  {item.state:<11} {escape(item.tool)}  {escape(item.detail)}")
+            if item.state == "drifted":
+                out.print(f"         expected: {escape(shorten(item.expected, 200))}")
+                out.print(f"         actual:   {escape(shorten(item.actual, 200))}")
+        if not report.items:
+            out.print("  this run wrote nothing")
+    bad = any(i.state in ("drifted", "unreadable") for i in report.items)
+    return 1 if bad else 0
+
+
+@app.command("prune")
+def prune_cmd(runs: Optional[list[str]] = typer.Argument(None, help="Runs to delete (ids or prefixes)."),
+              older_than: Optional[float] = typer.Option(None, "--older-than", help="Delete runs started more than DAYS ago.", metavar="DAYS"),
+              yes: bool = typer.Option(False, "--yes", "-y", help="Do it (otherwise show what would go)."),
+              manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+              as_json: bool = JsonOpt) -> None:
+    """Delete whole runs and shrink the journal; never an active run, one holding a call, or one whose undo halted."""
+    from synartesis.services.prune import apply_prune, plan_prune
+    with open_journal(manifest, journal) as j:
+        plan = plan_prune(j, list(runs or []), older_than)
+        after = apply_prune(j, plan) if yes else plan.bytes_before
+    if as_json:
+        print_json({"deleted" if yes else "wouldDelete": [r.id for r in plan.delete],
+                    "kept": [{"run": r.id, "why": why} for r, why in plan.kept],
+                    "bytesBefore": plan.bytes_before, "bytesAfter": after})
+    else:
+        out = console()
+        verb = "deleted" if yes else "would delete"
+        for r in plan.delete:
+            out.print(f"{verb} {r.id[:8]}  {escape(r.label or '-')}  {r.status}  {r.actions} actions")
+        for r, why in plan.kept:
+            out.print(f"kept {r.id[:8]}: {why}")
+        if yes:
+            out.print(f"journal {plan.bytes_before:,} → {after:,} bytes")
+        elif plan.delete:
+            out.print("nothing was deleted; add --yes to do it")
+    if plan.kept and not plan.delete:
+        raise typer.Exit(1)

@@ -1,0 +1,49 @@
+"""Finding the policy and journal a command works on (DESIGN §4), the same way the proxy does."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from synartesis.journal import Journal
+from synartesis.paths import Env, locate_journal, locate_policy
+
+__all__ = ["Where", "where", "open_journal", "default_actor"]
+
+
+@dataclass(frozen=True)
+class Where:
+    """The located policy path (may not exist) and journal path."""
+
+    policy: Path
+    journal: Path
+
+
+def where(manifest: str | None = None, journal: str | None = None, env: Env | None = None) -> Where:
+    """Locate the policy and journal from ``--manifest``/``--journal`` and the environment."""
+    env = env or Env.current()
+    policy = locate_policy(env, manifest)
+    return Where(policy, locate_journal(env, policy, journal))
+
+
+def open_journal(manifest: str | None = None, journal: str | None = None, env: Env | None = None) -> Journal:
+    """Open the existing journal (never creates one).
+
+    Raises:
+        NoJournalError: there is none yet.
+        JournalError: it cannot be opened.
+    """
+    return Journal.open(where(manifest, journal, env).journal, create=False)
+
+
+def default_actor() -> str:
+    """Who is deciding or undoing: the OS user (``--by`` overrides)."""
+    for var in ("USER", "LOGNAME", "USERNAME"):
+        if os.environ.get(var):
+            return os.environ[var]
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

@@ -1,0 +1,118 @@
+"""Reading the journal and deciding held calls: list, show, gates, approve, deny, close."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from synartesis.errors import ConflictError, UsageError
+from synartesis.journal import ActionRow, Journal, RunRow
+
+__all__ = ["ActionView", "RunView", "run_summary", "action_view", "show_run", "decide", "Decision",
+           "pick_gated", "CLASS_BADGE"]
+
+CLASS_BADGE = {"readonly": "·", "reversible": "←", "compensable": "≈", "irreversible": "!"}
+
+
+@dataclass(frozen=True)
+class ActionView:
+    """An action with its payloads loaded (for ``show``, ``gates`` and the console)."""
+
+    row: ActionRow
+    args: Any
+    inverse: list | None
+    snapshot: Any = None
+    result: Any = None
+    post: Any = None
+    verify: Any = None
+
+    def as_json(self, full: bool = False) -> dict:
+        r = self.row
+        out: dict[str, Any] = {
+            "id": r.id, "run": r.run_id, "seq": r.seq, "server": r.server, "tool": r.tool,
+            "class": r.cls, "rule": r.rule, "status": r.status, "label": r.label, "note": r.note,
+            "prior": r.prior, "args": self.args, "inverse": self.inverse,
+            "decidedBy": r.decided_by, "decidedAt": r.decided_at, "reason": r.decision_note,
+            "usedBy": r.used_by, "createdAt": r.created_at, "updatedAt": r.updated_at,
+        }
+        if full:
+            out.update(snapshot=self.snapshot, result=self.result, post=self.post, verify=self.verify)
+        return out
+
+
+@dataclass(frozen=True)
+class RunView:
+    run: RunRow
+    actions: list[ActionView] = field(default_factory=list)
+
+
+def run_summary(run: RunRow) -> dict:
+    """JSON shape of a run in ``list --json``."""
+    return {"id": run.id, "label": run.label, "client": run.client, "startedAt": run.started_at,
+            "endedAt": run.ended_at, "status": run.status, "actions": run.actions,
+            "unknown": run.counts.get("unknown", 0), "held": run.counts.get("gated", 0)}
+
+
+def action_view(j: Journal, a: ActionRow, full: bool = False) -> ActionView:
+    """Load an action's payloads (``full`` adds snapshot, result, post-state, verify read)."""
+    if not full:
+        return ActionView(a, j.get_json(a.args_ref), j.get_json(a.inverse_ref))
+    return ActionView(a, j.get_json(a.args_ref), j.get_json(a.inverse_ref), j.get_json(a.snapshot_ref),
+                      j.get_json(a.result_ref), j.get_json(a.post_ref), j.get_json(a.verify_ref))
+
+
+def show_run(j: Journal, ref: str | None, full: bool = False) -> RunView:
+    """A run (default: the newest) with every action.
+
+    Raises:
+        UsageError: no run matches.
+    """
+    run = j.find_run(ref)
+    return RunView(run, [action_view(j, a, full) for a in j.actions(run.id)])
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: ActionRow
+    ok: bool
+    message: str
+
+
+def pick_gated(j: Journal, ref: str | None, all_: bool) -> list[ActionRow]:
+    """The held calls a decision applies to.
+
+    Raises:
+        UsageError: no id and several waiting; nothing matches; a full id that is not held.
+        ConflictError: the named action exists but is no longer awaiting approval.
+    """
+    gated = j.list_gated()
+    if all_:
+        return gated
+    if ref is None:
+        if len(gated) == 1:
+            return gated
+        if not gated:
+            raise UsageError("nothing is awaiting approval")
+        raise UsageError(f"there are {len(gated)} actions awaiting approval; name one, or use --all: "
+                         + ", ".join(a.id[:8] for a in gated))
+    hits = [a for a in gated if a.id == ref or a.id.startswith(ref)]
+    if len(hits) > 1:
+        raise UsageError(f"{ref} matches {len(hits)} held calls; give more of the id")
+    if not hits:
+        row = j.find_action(ref)  # raises UsageError when nothing matches at all
+        raise ConflictError(f"{row.id[:8]} is no longer awaiting approval (it is {row.label})")
+    return hits
+
+
+def decide(j: Journal, targets: list[ActionRow], approve: bool, by: str, reason: str | None = None) -> list[Decision]:
+    """Approve or deny each target; a lost race is reported, not raised."""
+    out = []
+    for a in targets:
+        ok = j.decide(a.id, approve, by, reason)
+        if ok:
+            msg = (f"approved {a.qualified} {a.id[:8]} · now tell the agent to make the same call again" if approve
+                   else f"denied {a.qualified} {a.id[:8]} · the agent will be told on its next try")
+        else:
+            msg = f"{a.id[:8]} is no longer awaiting approval (it is {j.get_action(a.id).label})"
+        out.append(Decision(a, ok, msg))
+    return out

@@ -1,0 +1,92 @@
+"""Starting the servers a run touched, from the launch line the proxy recorded (DESIGN §3).
+
+The command line, arguments and working directory come from the run (what the proxy actually
+started); the environment is this process's, plus the policy's ``servers.NAME.env``
+(``${VAR}`` expanded now, never stored expanded), plus the env of the client entry the server
+was installed from, when that entry can still be read. When the policy or the client entry now
+describes a different launch line, a warning says so: inverses must go to the same place the
+writes went.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from synartesis.policy.model import Policy
+
+__all__ = ["LaunchSpec", "launch_specs", "expand_env"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: str, environ: Mapping[str, str]) -> str:
+    """Expand ``${VAR}`` and ``${VAR:-default}`` the way Claude Code and Cursor do; unset → ""."""
+    return _VAR.sub(lambda m: environ.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+@dataclass
+class LaunchSpec:
+    server: str
+    command: str
+    args: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _entry_env(origin: dict | None) -> dict[str, str] | None:
+    """The env of the client entry a server was installed from (None when unavailable)."""
+    if not origin:
+        return None
+    try:
+        from synartesis.services import launch_env  # provided by the install service when present
+    except ImportError:
+        return None
+    try:
+        return launch_env.entry_env(origin)
+    except Exception:  # a client config that no longer parses must not stop an undo
+        return None
+
+
+def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy | None,
+                 environ: Mapping[str, str] | None = None) -> tuple[dict[str, LaunchSpec], list[str]]:
+    """How to start each server in ``servers``.
+
+    Args:
+        recorded: the run's ``servers`` ({name: {command, args, cwd}}) written by the proxy.
+        policy: the current policy (for env and to warn about a changed launch line).
+    Returns:
+        ({name: LaunchSpec}, problems) where problems name servers that cannot be started.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    specs: dict[str, LaunchSpec] = {}
+    problems: list[str] = []
+    for name in sorted(servers):
+        rec = recorded.get(name) if isinstance(recorded, Mapping) else None
+        pspec = policy.servers.get(name) if policy is not None else None
+        warnings: list[str] = []
+        if rec and rec.get("command"):
+            command, args, cwd = rec["command"], list(rec.get("args") or []), rec.get("cwd")
+            if pspec is not None and pspec.command and [pspec.command, *pspec.args] != [command, *args]:
+                warnings.append(f"{name}: the policy now starts `{' '.join([pspec.command, *pspec.args])}`, but this "
+                                f"run's writes went through `{' '.join([command, *args])}`; undo uses the latter")
+        elif pspec is not None and pspec.command:
+            command, args, cwd = pspec.command, list(pspec.args), pspec.cwd
+            warnings.append(f"{name}: no launch line was recorded with the run; using the policy's")
+        else:
+            problems.append(f"{name}: no launch line was recorded and the policy has no command for it")
+            continue
+        env = dict(environ)
+        entry = _entry_env(pspec.origin if pspec else None)
+        if entry:
+            env.update({k: expand_env(v, environ) for k, v in entry.items()})
+        if pspec is not None:
+            env.update({k: expand_env(v, environ) for k, v in pspec.env.items()})
+        if cwd and not os.path.isdir(cwd):
+            warnings.append(f"{name}: the recorded working directory {cwd} is gone; using the current one")
+            cwd = None
+        specs[name] = LaunchSpec(name, command, args, env, cwd, warnings)
+    return specs, problems
