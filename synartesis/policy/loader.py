@@ -310,21 +310,31 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
     uses_snapshot = False
     for j, call in enumerate(inverse):
         ipath = path + (("inverse", j) if isinstance(inverse_raw, list) else ("inverse",))
-        for ref, ns in _refs(loc, call.args, ipath + ("args",)):
+        for ref, ns, where in _refs(loc, call.args, ipath + ("args",)):
             if ns == "snapshot":
                 uses_snapshot = True
                 if not snapshot:
-                    raise loc.error(ipath + ("args",), "this inverse reads $snapshot, so a snapshot must be declared")
+                    raise loc.error(where, "this inverse reads $snapshot, so a snapshot must be declared")
     del uses_snapshot
     return Rule(match=match, cls=cls, gate=gate, snapshot=snapshot, inverse=inverse, verify=verify,
                 when=when, sql_arg=sql_arg, note=note, index=i, _regex=pattern_regex(match))
 
 
-def _refs(loc: _Located, template: Any, path: tuple) -> list[tuple[str, str]]:
-    try:
-        return list(references(template))
-    except RefError as exc:
-        raise loc.error(path, str(exc)) from None
+def _refs(loc: _Located, template: Any, path: tuple) -> list[tuple[str, str, tuple]]:
+    """Every reference in ``template`` with the path of the value that holds it."""
+    out: list[tuple[str, str, tuple]] = []
+    if isinstance(template, dict):
+        for k, v in template.items():
+            out.extend(_refs(loc, v, path + (k,)))
+    elif isinstance(template, list):
+        for i, v in enumerate(template):
+            out.extend(_refs(loc, v, path + (i,)))
+    else:
+        try:
+            out.extend((ref, ns, path) for ref, ns in references(template))
+        except RefError as exc:
+            raise loc.error(path, str(exc)) from None
+    return out
 
 
 def _call(loc: _Located, raw: Any, path: tuple, servers: dict[str, ServerSpec], *,
@@ -346,10 +356,10 @@ def _call(loc: _Located, raw: Any, path: tuple, servers: dict[str, ServerSpec], 
     if args is None:
         args = {}
     args = _expect_map(loc, args, path + ("args",), f"{what}.args")
-    for ref, ns in _refs(loc, args, path + ("args",)):
+    for ref, ns, where in _refs(loc, args, path + ("args",)):
         if ns not in allowed:
             names = {"args": "$.", "snapshot": "$snapshot.", "result": "$result."}
-            raise loc.error(path + ("args",), f"{ref} uses ${ns}, which is not available here; allowed: "
+            raise loc.error(where, f"{ref} uses ${ns}, which is not available here; allowed: "
                             + ", ".join(names[n] for n in ("args", "snapshot", "result") if n in allowed))
     absent_when: tuple[str, ...] = ()
     refuse_when: tuple[str, ...] = ()

@@ -1,0 +1,104 @@
+"""A tiny stdio MCP server (standard library only) for behaviours no real server can show:
+a server that crashes mid-call, one that is slow, one whose inverse fails.
+
+State is a JSON object in ``--state FILE`` (rewritten after every write, sorted keys).
+Tools: ``get {key}``, ``put {key, value}``, ``slow_put {key, value, delay}``, ``delete {key}``.
+Environment knobs:
+- ``FAKE_CRASH_ON_CALL=N``: exit(3) when the N-th tools/call arrives (before answering;
+  with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
+- ``FAKE_REFUSE_PUT_VALUE=X``: ``put`` with value X answers isError.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+TOOLS = [
+    {"name": "get", "description": "Read a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "put", "description": "Write a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}, "value": {}}, "required": ["key", "value"]}},
+    {"name": "slow_put", "description": "Write a key slowly", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}, "value": {}, "delay": {"type": "number"}}}},
+    {"name": "delete", "description": "Delete a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}},
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--state", required=True)
+    opts = ap.parse_args()
+    state: dict = {}
+    if os.path.exists(opts.state):
+        with open(opts.state, encoding="utf-8") as f:
+            state = json.load(f)
+    crash_on = int(os.environ.get("FAKE_CRASH_ON_CALL", "0") or 0)
+    crash_after_apply = os.environ.get("FAKE_CRASH_AFTER_APPLY") == "1"
+    refuse_value = os.environ.get("FAKE_REFUSE_PUT_VALUE")
+    calls = 0
+
+    def save() -> None:
+        tmp = opts.state + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f, sort_keys=True, indent=1)
+        os.replace(tmp, opts.state)
+
+    def send(obj: dict) -> None:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    def result(mid, value, error=False):
+        body = {"content": [{"type": "text", "text": json.dumps(value) if not isinstance(value, str) else value}]}
+        if error:
+            body["isError"] = True
+        elif not isinstance(value, str):
+            body["structuredContent"] = value
+        send({"jsonrpc": "2.0", "id": mid, "result": body})
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        method, mid = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-06-18",
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "fake-kv", "version": "1.0"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+        elif method == "tools/call":
+            calls += 1
+            name = msg["params"]["name"]
+            args = msg["params"].get("arguments") or {}
+            if crash_on and calls == crash_on and not crash_after_apply:
+                os._exit(3)
+            if name == "get":
+                if args.get("key") in state:
+                    result(mid, {"key": args["key"], "value": state[args["key"]]})
+                else:
+                    result(mid, f"no such key: {args.get('key')}", error=True)
+                continue
+            if name in ("put", "slow_put"):
+                if name == "slow_put":
+                    time.sleep(float(args.get("delay", 1)))
+                if refuse_value is not None and str(args.get("value")) == refuse_value:
+                    result(mid, "refused by the fake server", error=True)
+                    continue
+                state[args["key"]] = args.get("value")
+                save()
+                if crash_on and calls == crash_on:
+                    os._exit(3)
+                result(mid, {"ok": True, "key": args["key"]})
+            elif name == "delete":
+                state.pop(args.get("key"), None)
+                save()
+                result(mid, {"ok": True})
+            else:
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": f"Tool {name} not found"}})
+        elif mid is not None and method is not None:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+
+
+if __name__ == "__main__":
+    main()
