@@ -7,6 +7,7 @@ Environment knobs:
 - ``FAKE_CRASH_ON_CALL=N``: exit(3) when the N-th tools/call arrives (before answering;
   with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
 - ``FAKE_REFUSE_PUT_VALUE=X``: ``put`` with value X answers isError.
+- ``FAKE_LOG=FILE``: append every tools/call (name, arguments, _meta) to FILE as a JSON line.
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
         elif method == "tools/call":
             calls += 1
+            if os.environ.get("FAKE_LOG"):
+                with open(os.environ["FAKE_LOG"], "a", encoding="utf-8") as log:
+                    log.write(json.dumps({"name": msg["params"]["name"], "arguments": msg["params"].get("arguments"),
+                                          "meta": msg["params"].get("_meta")}) + "\n")
             name = msg["params"]["name"]
             args = msg["params"].get("arguments") or {}
             if crash_on and calls == crash_on and not crash_after_apply:

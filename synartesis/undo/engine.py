@@ -267,8 +267,9 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
         if needed:
             await servers.start(needed)
         report.warnings.extend(servers.warnings)
+        simulated: dict[str, dict] = {}  # dry run: what each resource would be after the newer reverts
         for a in in_scope:
-            step = await _one(j, servers, a, opts, preview)
+            step = await _one(j, servers, a, opts, preview, simulated)
             report.steps.append(step)
             if undo_id:
                 j.undo_step(undo_id, run.id, {"action": a.id, "seq": a.seq, "kind": step.kind,
@@ -291,7 +292,8 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     return report
 
 
-async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, preview: bool) -> Step:
+async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, preview: bool,
+               simulated: dict[str, dict]) -> Step:
     q = a.qualified
     if a.cls == "readonly":
         return Step(a.seq, a.id, q, "skip", "readonly")
@@ -334,8 +336,13 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
     expected_post = post
     step_expected = step_actual = None
     forced = False
+    sim_key = canonical(verify) if verify is not None else None
     if verify is not None and expected_post is not None:
-        current = await _read(servers, verify, opts)
+        if preview and sim_key in simulated:
+            current = ReadOutcome("present" if simulated[sim_key]["present"] else "absent",
+                                  payload=simulated[sim_key].get("value"))
+        else:
+            current = await _read(servers, verify, opts)
         obs = _observation(current)
         if obs is None:
             if not preview:
@@ -358,6 +365,8 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
             forced = True
             step_expected, step_actual = expected_post, obs
             if preview:
+                if prior_state is not None and sim_key is not None:
+                    simulated[sim_key] = prior_state
                 return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
                             calls=inverse, expected=expected_post, actual=obs, replanned=replanned)
     elif a.status == "rolling_back":
@@ -373,6 +382,8 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
     else:
         reason = "the post-state was never captured, so drift could not be ruled out"
     if preview:
+        if prior_state is not None and sim_key is not None:
+            simulated[sim_key] = prior_state
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call", verified=verified,
                     replanned=replanned)
 
