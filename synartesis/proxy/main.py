@@ -74,6 +74,38 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return opts, []
 
 
+def _serve_policy(policy, policy_path, opts, call_timeout, read_timeout, cap) -> int:
+    """The policy form with two or more servers (``SERVER__tool`` names)."""
+    from synartesis.errors import JournalError
+    from synartesis.journal import Journal
+    from synartesis.log import log
+    from synartesis.paths import Env, locate_journal
+    from synartesis.proxy.multi import MultiProxy, ServerLaunch
+    from synartesis.proxy.relay import ProxyOptions
+    from synartesis.undo.launch import expand_env
+
+    launches = []
+    for name, spec in policy.servers.items():
+        if not spec.command:
+            return _fail(f"server {name} has no command in {policy_path}; the policy form starts every server", 2)
+        env = dict(os.environ)
+        env.update({k: expand_env(v, os.environ) for k, v in spec.env.items()})
+        launches.append(ServerLaunch(name, spec.command, list(spec.args), env, spec.cwd))
+        log("info", "policy", path=str(policy_path), server=name, provenance=spec.provenance or "no claim")
+    try:
+        journal = Journal.open(locate_journal(Env.current(), policy_path, opts.get("journal")), create=True)
+    except JournalError as exc:
+        return _fail(str(exc), 1)
+    proxy = MultiProxy(launches, policy, journal,
+                       ProxyOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap))
+    try:
+        return asyncio.run(proxy.run())
+    except Exception as exc:
+        return _fail(str(exc), 1)
+    finally:
+        journal.close()
+
+
 def main(argv: list[str]) -> int:
     """Run the proxy; return the process exit code."""
     try:
@@ -115,10 +147,9 @@ def main(argv: list[str]) -> int:
     if not command:
         if policy is None:
             return _fail(f"no server command after -- and no policy at {policy_path}", 2)
+        if server is None and len(policy.servers) >= 2:
+            return _serve_policy(policy, policy_path, opts, call_timeout, read_timeout, cap)
         if server is None:
-            if len(policy.servers) != 1:
-                return _fail("the policy declares several servers; name one with --server "
-                             f"({', '.join(policy.servers)})", 2)
             server = next(iter(policy.servers))
         spec = policy.servers.get(server)
         if spec is None or not spec.command:
@@ -143,6 +174,12 @@ def main(argv: list[str]) -> int:
         return _fail(str(exc), 1)
 
     from synartesis.proxy.relay import Proxy, ProxyOptions
+    env_extra = {}
+    if policy is not None and server in policy.servers and policy.servers[server].env:
+        from synartesis.undo.launch import expand_env
+        env_extra = {k: expand_env(v, os.environ) for k, v in policy.servers[server].env.items()
+                     if k not in os.environ}
+        os.environ.update(env_extra)  # the child inherits our environment; the client's env wins
     proxy = Proxy(server, command[0], command[1:], policy, journal,
                   ProxyOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap),
                   policy_note=note)

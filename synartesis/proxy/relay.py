@@ -294,6 +294,12 @@ class Proxy:
                 self.ensure_run()
             except JournalError as exc:
                 log("error", "could not start a run", error=str(exc))
+            spec = self.policy.servers.get(self.server) if self.policy else None
+            if spec is not None and spec.pins:
+                # say at start (stderr) when tool shapes moved since they were pinned
+                task = asyncio.ensure_future(self.pin_problem(self.server))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
             return
         elif method == "notifications/cancelled":
             params = msg.get("params")
