@@ -23,6 +23,8 @@ TOOLS = [
      "annotations": {"readOnlyHint": True}},
     {"name": "put", "description": "Write a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}, "value": {}}, "required": ["key", "value"]}},
     {"name": "slow_put", "description": "Write a key slowly", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}, "value": {}, "delay": {"type": "number"}}}},
+    {"name": "env", "description": "Read an environment variable of the server process", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True}},
     {"name": "delete", "description": "Delete a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}},
 ]
 
@@ -78,6 +80,9 @@ def main() -> None:
             args = msg["params"].get("arguments") or {}
             if crash_on and calls == crash_on and not crash_after_apply:
                 os._exit(3)
+            if name == "env":
+                result(mid, {"name": args.get("name"), "value": os.environ.get(str(args.get("name")))})
+                continue
             if name == "get":
                 if args.get("key") in state:
                     result(mid, {"key": args["key"], "value": state[args["key"]]})

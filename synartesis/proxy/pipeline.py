@@ -284,6 +284,11 @@ async def _settle(proxy: "Proxy", ctx: CallContext, fut: asyncio.Future, action_
             j.mark_failed(action_id, f"the server answered with an error: {err.get('message') if isinstance(err, dict) else err}")
             return
         result = msg.get("result")
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            # 2026-07-28 multi-round-trip: the server needs input first; nothing was applied.
+            j.mark_failed(action_id, "the server asked for input first (input_required); the client's retry "
+                          "is recorded as its own action", result)
+            return
         if is_error(result):
             j.mark_failed(action_id, f"the server refused the call: {error_text(result)}", result)
             return
