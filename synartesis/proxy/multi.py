@@ -313,6 +313,8 @@ class MultiProxy(Proxy):
             drain.cancel()
         self._lane.put_nowait(None)
         codes = await asyncio.gather(*(c.close(grace=self.options.grace) for c in self.children.values()))
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=5.0)
         for ctx in list(self._inflight.values()):
             if ctx.response is not None and not ctx.response.done():
                 ctx.response.set_exception(RequestFailed("the server exited before answering", "closed"))

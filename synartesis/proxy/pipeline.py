@@ -126,6 +126,24 @@ def _uses_snapshot(rule: Rule) -> bool:
     return any(ns == "snapshot" for call in rule.inverse for _, ns in references(call.args))
 
 
+READ_RESULT_CAP = 64 * 1024
+
+
+def cap_result(result: Any) -> Any:
+    """A read's result as journalled: whole up to 64 KiB, else its size, hash and a preview.
+
+    Undo never needs what a read returned, and reads can be tens of megabytes (PROXY.md §2.8);
+    writes keep their whole result because ``--replan`` resolves ``$result`` from it.
+    """
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= READ_RESULT_CAP:
+        return result
+    import hashlib
+    return {"synartesisTruncated": True, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "preview": text[:4096]}
+
+
 def tool_result(text: str, modern: bool) -> dict:
     """A CallToolResult with ``isError: true`` that the model can read and relay."""
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
@@ -167,6 +185,19 @@ async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
                                       IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
             if action is None:
                 return
+        # fast path: a read with nothing to capture is forwarded first and journalled while the
+        # server works, so journalling adds nothing to its latency
+        if action is None and rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
+            fut = await proxy.forward_to_child(ctx)
+            action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
+            ctx.action_id = action.id
+            if fut is None:
+                j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
+                await proxy.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
+                return
+            task = asyncio.ensure_future(_settle(proxy, ctx, fut, action.id, rule, args, None, None))
+            proxy.track(task)
+            return
         # 4. record
         if action is None:
             action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
@@ -212,7 +243,7 @@ async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
             await proxy.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
             return
         if rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
-            asyncio.ensure_future(_settle(proxy, ctx, fut, action.id, rule, args, None, None))
+            proxy.track(asyncio.ensure_future(_settle(proxy, ctx, fut, action.id, rule, args, None, None)))
             return
         await _settle(proxy, ctx, fut, action.id, rule, args, snapshot_out, read)
     except JournalError as exc:
@@ -319,8 +350,8 @@ async def _settle(proxy: "Proxy", ctx: CallContext, fut: asyncio.Future, action_
             post = observed.observation()
             if post is None:
                 notes.append(f"post-state could not be captured: {observed.reason}")
-        j.mark_applied(action_id, result=result, inverse=inverse, verify=verify_read, post=post,
-                       note="; ".join(notes) or None)
+        j.mark_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
+                       inverse=inverse, verify=verify_read, post=post, note="; ".join(notes) or None)
         if notes:
             log("warn", "applied with reservations", action=action_id, notes=notes)
     except JournalError as exc:

@@ -141,6 +141,11 @@ class Proxy:
         self._background: set[asyncio.Task] = set()
 
     # -- helpers used by the pipeline ----------------------------------------------------
+    def track(self, task: asyncio.Task) -> None:
+        """Keep a background task alive until it finishes (asyncio holds only weak refs)."""
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def route(self, exposed: str) -> tuple[str, str]:
         """(server, upstream tool name); ``SERVER__x`` with our own name unwraps to ``x``."""
         prefix = self.server + "__"
@@ -440,6 +445,8 @@ class Proxy:
             drain.cancel()
         self._lane.put_nowait(None)
         code = await self.child.close(grace=self.options.grace)
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=5.0)
         for ctx in list(self._inflight.values()):
             if ctx.response is not None and not ctx.response.done():
                 ctx.response.set_exception(RequestFailed("the server exited before answering", "closed"))
