@@ -267,9 +267,13 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
         if needed:
             await servers.start(needed)
         report.warnings.extend(servers.warnings)
-        simulated: dict[str, dict] = {}  # dry run: what each resource would be after the newer reverts
+        # A preview sends nothing, so it simulates: after a planned revert, the resource is in
+        # the state before that action (its snapshot, or the post-state of the run's previous
+        # write to the same resource); older actions are checked against that, not the world.
+        simulated: dict[str, dict | None] = {}
+        history = _read_history(j, actions) if preview else {}
         for a in in_scope:
-            step = await _one(j, servers, a, opts, preview, simulated)
+            step = await _one(j, servers, a, opts, preview, simulated, history)
             report.steps.append(step)
             if undo_id:
                 j.undo_step(undo_id, run.id, {"action": a.id, "seq": a.seq, "kind": step.kind,
@@ -292,8 +296,27 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     return report
 
 
+def _read_history(j: Journal, actions: list[ActionRow]) -> dict[str, dict | None]:
+    """For each applied write: the state its resource was in just before it, as far as the run
+    knows (the post-state of the run's previous write to the same read), keyed by action id."""
+    last: dict[str, dict] = {}
+    before: dict[str, dict | None] = {}
+    for a in sorted(actions, key=lambda a: a.seq):
+        if a.cls == "readonly" or a.status not in ("applied", "rolling_back", "unrecoverable", "rolled_back"):
+            continue
+        verify = j.get_json(a.verify_ref)
+        if verify is None:
+            continue
+        key = canonical(verify)
+        before[a.id] = last.get(key)
+        post = j.get_json(a.post_ref)
+        if post is not None:
+            last[key] = post
+    return before
+
+
 async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, preview: bool,
-               simulated: dict[str, dict]) -> Step:
+               simulated: dict[str, dict | None], history: dict[str, dict | None] | None = None) -> Step:
     q = a.qualified
     if a.cls == "readonly":
         return Step(a.seq, a.id, q, "skip", "readonly")
@@ -339,8 +362,12 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
     sim_key = canonical(verify) if verify is not None else None
     if verify is not None and expected_post is not None:
         if preview and sim_key in simulated:
-            current = ReadOutcome("present" if simulated[sim_key]["present"] else "absent",
-                                  payload=simulated[sim_key].get("value"))
+            sim = simulated[sim_key]
+            if sim is None:
+                return Step(a.seq, a.id, q, "revert", "a newer compensation on the same resource runs first, so "
+                            "drift can be checked only during the real undo", calls=inverse, outcome="would call",
+                            verified=False, replanned=replanned)
+            current = ReadOutcome("present" if sim["present"] else "absent", payload=sim.get("value"))
         else:
             current = await _read(servers, verify, opts)
         obs = _observation(current)
@@ -365,8 +392,8 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
             forced = True
             step_expected, step_actual = expected_post, obs
             if preview:
-                if prior_state is not None and sim_key is not None:
-                    simulated[sim_key] = prior_state
+                if sim_key is not None:
+                    simulated[sim_key] = prior_state if prior_state is not None else (history or {}).get(a.id)
                 return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
                             calls=inverse, expected=expected_post, actual=obs, replanned=replanned)
     elif a.status == "rolling_back":
@@ -382,8 +409,8 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
     else:
         reason = "the post-state was never captured, so drift could not be ruled out"
     if preview:
-        if prior_state is not None and sim_key is not None:
-            simulated[sim_key] = prior_state
+        if sim_key is not None:
+            simulated[sim_key] = prior_state if prior_state is not None else (history or {}).get(a.id)
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call", verified=verified,
                     replanned=replanned)
 
