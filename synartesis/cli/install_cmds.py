@@ -1,0 +1,385 @@
+"""`synartesis install`, `status`, `uninstall`: parse options, call the services, render.
+
+Exit codes (DESIGN §9): 0 success; 1 a file was refused (changed meanwhile, could not be
+parsed or written), confirmation declined, or status found something uncovered; 2 usage
+(unknown client, no terminal to confirm on and no ``--yes``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
+from synartesis.cli.app import app
+from synartesis.cli.common import console, err_console, print_json
+from synartesis.errors import UsageError
+from synartesis.paths import Env
+
+__all__ = ["install", "status", "uninstall"]
+
+ClientOpt = typer.Option(None, "--client", help="Only this client: claude-code, claude-desktop, cursor, codex.",
+                         metavar="NAME")
+DryRunOpt = typer.Option(False, "--dry-run", help="Show a unified diff per file (secrets hidden); write nothing.")
+YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (for scripts).")
+JsonOpt = typer.Option(False, "--json", help="Machine-readable output.")
+
+
+def _confirm(question: str, yes: bool, json_out: bool) -> bool:
+    """True to go ahead: ``--yes``, or a 'yes' typed on a terminal. No terminal → refuse."""
+    if yes:
+        return True
+    if json_out or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("refusing to change client configs without confirmation: no terminal to ask on; "
+                         "pass --yes (or --dry-run to look first)")
+    import questionary
+
+    answer = questionary.confirm(question, default=False).ask()
+    return bool(answer)
+
+
+class _Bar:
+    """Rich progress bar for server starts (on stderr, only when it is a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.progress: RichProgress | None = None
+        self.task: Any = None
+
+    def start(self, total: int) -> None:
+        if not self.enabled or total == 0:
+            return
+        self.progress = RichProgress(TextColumn("starting servers"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("{task.description}"), TimeElapsedColumn(),
+                                     console=err_console(), transient=True)
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total)
+
+    def advance(self, key: str, ok: bool) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, description=f"{key} {'ok' if ok else 'failed'}")
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _write_plain(text: str) -> None:
+    """Diffs go straight to stdout: plain text, no markup, no wrapping."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _diff(path: str, old: bytes | None, new: bytes | None) -> str:
+    from synartesis.services.install import redact_text
+
+    a = (old or b"").decode("utf-8", "replace").splitlines()
+    b = (new or b"").decode("utf-8", "replace").splitlines()
+    lines = difflib.unified_diff([x.rstrip("\r") for x in a], [x.rstrip("\r") for x in b],
+                                 fromfile=f"{path} (now)", tofile=f"{path} (after)", lineterm="", n=2)
+    return "\n".join(redact_text(line) for line in lines)
+
+
+_ACTION_TEXT = {
+    "wrap": "wrap", "shadow": "cover (local entry)", "ours": "already wrapped", "remote": "remote, left alone",
+    "other-wrapper": "other wrapper, left alone", "uncovered": "not covered", "shadowed": "shadowed",
+    "blocked": "blocked by policy, left alone", "invalid": "invalid, left alone", "skipped": "skipped",
+}
+
+
+def _entry_line(e: Any) -> str:
+    where = e.scope + (f" {e.project}" if e.project and e.scope == "local" else "")
+    key = f" → --server {e.policy_key}" if e.policy_key and e.action in ("wrap", "shadow") else ""
+    why = f" — {e.reason}" if e.reason else ""
+    return f"{e.name} [{where}]: {_ACTION_TEXT.get(e.action, e.action)}{key}{why}"
+
+
+def _file_line(fp: Any) -> str:
+    if fp.status == "error":
+        return f"[red]✗[/red] {fp.path}: {fp.message}"
+    counts: dict[str, int] = {}
+    for e in fp.entries:
+        counts[e.action] = counts.get(e.action, 0) + 1
+    what = ", ".join(f"{n} {_ACTION_TEXT.get(a, a)}" for a, n in counts.items()) or "no servers"
+    shadows = sum(1 for c in fp.changes if type(c).__name__ == "AddShadow")
+    if shadows:
+        what += f", {shadows} local entr{'y' if shadows == 1 else 'ies'} added"
+    mark = "•" if fp.status == "change" else "·"
+    return f"{mark} {fp.path} ({fp.client_name}): {'will change' if fp.status == 'change' else 'unchanged'} — {what}"
+
+
+def _plan_json(plan: Any) -> dict[str, Any]:
+    return {
+        "proxy": plan.proxy_path,
+        "files": [{"client": f.client, "file": str(f.path), "scope": f.scope, "status": f.status,
+                   "message": f.message,
+                   "entries": [{"name": e.name, "scope": e.scope, "project": e.project, "action": e.action,
+                                "reason": e.reason, "policy_key": e.policy_key} for e in f.entries]}
+                  for f in plan.files],
+        "policy": {"path": str(plan.policy_path), "changed": plan.policy_new is not None,
+                   "servers": [{"name": p.name, "source": p.source, "policy_id": p.policy_id,
+                                "provenance": p.provenance, "checked": p.checked, "todo": p.todo_count,
+                                "reason": p.reason} for p in plan.policy_plans]},
+        "start_errors": plan.start_errors,
+        "forgotten": [{"file": r.get("file"), "name": r.get("name")} for r in plan.forget],
+        "warnings": plan.warnings,
+        "restart": plan.restart,
+    }
+
+
+@app.command()
+def install(
+    client: Optional[str] = ClientOpt,
+    dry_run: bool = DryRunOpt,
+    yes: bool = YesOpt,
+    json_out: bool = JsonOpt,
+    no_start: bool = typer.Option(False, "--no-start", help="Do not start servers to read their tools; "
+                                  "known servers adopt their shipped policy unchecked, others a catch-all gated draft."),
+    include_project_files: bool = typer.Option(False, "--include-project-files",
+                                               help="Also edit shared project files (.cursor/mcp.json, .codex/config.toml)."),
+    timeout: float = typer.Option(20.0, "--timeout", help="Seconds to wait for each server to start.", metavar="S"),
+    proxy_path: Optional[str] = typer.Option(None, "--proxy-path", hidden=True,
+                                             help="Absolute path of the synartesis executable to write."),
+) -> None:
+    """Wrap every MCP server of Claude Code, Claude Desktop, Cursor and Codex so it runs through synartesis.
+
+    Each stdio entry keeps its name and every key; only command/args change to
+    `<synartesis> proxy --server NAME -- <original command and args>`. Remote entries and entries
+    wrapped by another tool are reported, not touched. Each file is backed up first
+    ($SYNARTESIS_HOME/backups), written atomically, and refused if the client changed it meanwhile.
+    The user policy $SYNARTESIS_HOME/synartesis.yaml gets a policy per new server.
+    Claude Desktop and Codex must be restarted afterwards. --dry-run still starts servers to
+    draft their policies; add --no-start to run nothing.
+    """
+    from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+    env = Env.current()
+    out = console()
+    bar = _Bar(enabled=not json_out)
+    try:
+        plan = plan_install(env, InstallOptions(client=client, include_project_files=include_project_files,
+                                                start=not no_start, timeout=timeout, proxy_path=proxy_path),
+                            progress=bar)
+    finally:
+        bar.stop()
+    problems = any(f.status == "error" for f in plan.files)
+    if json_out and (dry_run or not plan.changes):
+        doc = _plan_json(plan)
+        doc.update(dry_run=dry_run, result=None)
+        if dry_run:
+            doc["diffs"] = {str(f.path): _diff(str(f.path), f.old, f.new) for f in plan.files if f.status == "change"}
+        print_json(doc)
+        raise typer.Exit(1 if problems else 0)
+    if not json_out:
+        for w in plan.warnings:
+            out.print(f"[yellow]![/yellow] {w}")
+        if not plan.files:
+            out.print("No client config files found.")
+        for fp in plan.files:
+            out.print(_file_line(fp))
+            for e in fp.entries:
+                out.print("    " + _entry_line(e), markup=False, highlight=False)
+        for key, err in plan.start_errors.items():
+            out.print(f"[yellow]![/yellow] {key} did not start ({err}); it gets a catch-all gated draft")
+        for p in plan.policy_plans:
+            prov = f", provenance {p.provenance}" if p.provenance else ""
+            out.print(f"  policy {p.name}: {p.source}{prov} — {p.reason}")
+        for r in plan.forget:
+            out.print(f"  forget: {r.get('name')} in {r.get('file')} (removed since install)")
+    if dry_run:
+        if not json_out:
+            out.file.flush()
+            for fp in plan.files:
+                if fp.status == "change":
+                    _write_plain(_diff(str(fp.path), fp.old, fp.new))
+            if plan.policy_new is not None:
+                old = plan.policy_old.encode() if plan.policy_old is not None else None
+                _write_plain(_diff(str(plan.policy_path), old, plan.policy_new.encode()))
+            for hint in plan.restart:
+                out.print(f"  after installing: {hint}")
+            out.print("dry run: nothing was written")
+        raise typer.Exit(1 if problems else 0)
+    if not plan.changes:
+        out.print("Nothing to change: every server that can be wrapped already is.")
+        raise typer.Exit(1 if problems else 0)
+    if not _confirm("Write these changes?", yes, json_out):
+        out.print("Nothing was written.")
+        raise typer.Exit(1)
+    result = apply_install(env, plan)
+    if json_out:
+        doc = _plan_json(plan)
+        doc.update(dry_run=False, result={
+            "policy_written": result.policy_written,
+            "files": [{"file": o.path, "client": o.client, "status": o.status, "message": o.message,
+                       "backup": o.backup} for o in result.files]})
+        print_json(doc)
+    else:
+        _print_outcomes(out, result.files)
+        if result.policy_written:
+            out.print(f"✓ policy written: {result.policy_path}")
+        for hint in result.restart:
+            out.print(f"[bold]restart needed[/bold] — {hint}")
+    raise typer.Exit(0 if result.ok and not problems else 1)
+
+
+def _status_line(r: Any) -> str:
+    where = r.scope + (f" {r.project}" if r.project and r.scope == "local" else "")
+    name = r.name + (f" → {r.policy_key}" if r.policy_key and r.policy_key != r.name else "")
+    line = f"{'✓' if r.covered else '✗'} {name} [{where}] {r.state}"
+    if r.reason:
+        line += f" — {r.reason}"
+    if r.policy:
+        pol = r.policy["source"] + (f" {r.policy['policy_id']}" if r.policy.get("policy_id") else "")
+        if r.policy.get("provenance"):
+            pol += f", {r.policy['provenance']}"
+        line += f" · policy {pol} · {r.policy['todo']} gated/TODO · {r.policy['pins']} pins"
+    return line
+
+
+def _print_outcomes(out: Any, outcomes: list[Any]) -> None:
+    for o in outcomes:
+        if o.status == "written":
+            out.print(f"✓ {o.path}: written (backup {o.backup})")
+        elif o.status == "unchanged":
+            out.print(f"· {o.path}: unchanged")
+        elif o.status == "gone":
+            out.print(f"· {o.path}: {o.message}")
+        elif o.status == "conflict":
+            out.print(f"[red]✗[/red] {o.path}: refused — {o.message}")
+        else:
+            out.print(f"[red]✗[/red] {o.path}: {o.message}")
+
+
+@app.command()
+def status(
+    client: Optional[str] = ClientOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Show, per client, scope and server, whether it runs through synartesis, with which policy, and what drifted.
+
+    Exit 0 when every server is covered and nothing drifted, 1 otherwise.
+    """
+    from synartesis.services.status import collect_status
+
+    env = Env.current()
+    report = collect_status(env, client)
+    if json_out:
+        print_json(report.to_json())
+        raise typer.Exit(0 if report.ok else 1)
+    out = console()
+    for w in report.warnings:
+        out.print(f"[yellow]![/yellow] {w}")
+    for f in report.files:
+        if f["status"] != "ok":
+            out.print(f"[red]✗[/red] {f['message']}")
+    if not report.rows:
+        out.print("No MCP servers found in any client config.")
+    current = None
+    for r in report.rows:
+        head = f"{r.client_name} — {r.file}"
+        if head != current:
+            out.print(head, markup=False, highlight=False)
+            current = head
+        out.print("  " + _status_line(r), markup=False, highlight=False)
+        for d in r.drift:
+            out.print(f"      drift: {d}", markup=False, highlight=False)
+    covered = sum(1 for r in report.rows if r.covered)
+    out.print(f"{covered} of {len(report.rows)} server entries covered; policy: {report.policy_path}")
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def uninstall(
+    client: Optional[str] = ClientOpt,
+    dry_run: bool = DryRunOpt,
+    yes: bool = YesOpt,
+    json_out: bool = JsonOpt,
+    purge: bool = typer.Option(False, "--purge", help="Also delete the user policy and the journal "
+                                                      "(backups are kept)."),
+    from_backup: Optional[Path] = typer.Option(None, "--from-backup", metavar="FILE",
+                                               help="Explicit recovery: put a whole file back from one of "
+                                                    "synartesis's backups (the current file is backed up first)."),
+) -> None:
+    """Put back every entry synartesis wrapped, if it is still exactly what synartesis wrote.
+
+    Entries you or the client changed since are reported and left alone; an entry that was
+    deleted is not brought back. The user policy and the journal are kept unless --purge.
+    """
+    from synartesis.services.install import apply_uninstall, plan_uninstall, restore_from_backup
+
+    env = Env.current()
+    out = console()
+    if from_backup is not None:
+        if dry_run:
+            out.print(f"dry run: would restore the file {from_backup} was taken from")
+            raise typer.Exit(0)
+        if not _confirm(f"Replace the file with the backup {from_backup}?", yes, json_out):
+            out.print("Nothing was written.")
+            raise typer.Exit(1)
+        res = restore_from_backup(env, from_backup)
+        if json_out:
+            print_json({"restored": res.path, "backup": res.backup, "previous_backup": res.previous_backup,
+                        "forgotten_records": res.forgotten})
+        else:
+            out.print(f"✓ {res.path}: restored from {res.backup}"
+                      + (f" (its previous content is in {res.previous_backup})" if res.previous_backup else ""))
+        raise typer.Exit(0)
+    plan = plan_uninstall(env, client, purge)
+
+    def plan_doc() -> dict[str, Any]:
+        return {"files": [{"client": f.client, "file": str(f.path), "status": f.status, "message": f.message,
+                           "entries": [{"name": e.name, "scope": e.scope, "project": e.project,
+                                        "action": e.action, "reason": e.reason} for e in f.entries]}
+                          for f in plan.files],
+                "purge": [str(p) for p in plan.purge_paths], "restart": plan.restart}
+
+    if not json_out:
+        if not plan.files:
+            out.print("synartesis has not changed any client config (no install record).")
+        for f in plan.files:
+            mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
+            out.print(f"{mark} {f.path}: {f.message or ('will be restored' if f.status == 'change' else f.status)}")
+            for e in f.entries:
+                out.print(f"    {e.name} ({e.scope}): {e.reason}")
+        for p in plan.purge_paths:
+            out.print(f"  will delete {p}")
+    problems = any(f.status == "error" for f in plan.files)
+    if dry_run:
+        if json_out:
+            doc = plan_doc()
+            doc["diffs"] = {str(f.path): _diff(str(f.path), f.old, f.new) for f in plan.files if f.status == "change"}
+            print_json(doc)
+        else:
+            out.file.flush()
+            for f in plan.files:
+                if f.status == "change":
+                    _write_plain(_diff(str(f.path), f.old, f.new))
+            out.print("dry run: nothing was written")
+        raise typer.Exit(1 if problems else 0)
+    if not plan.changes:
+        if json_out:
+            print_json(dict(plan_doc(), result=None))
+        else:
+            out.print("Nothing to restore.")
+        raise typer.Exit(1 if problems else 0)
+    if not _confirm("Restore these entries?", yes, json_out):
+        out.print("Nothing was written.")
+        raise typer.Exit(1)
+    result = apply_uninstall(env, plan)
+    if json_out:
+        print_json(dict(plan_doc(), result={
+            "files": [{"file": o.path, "status": o.status, "message": o.message, "backup": o.backup}
+                      for o in result.files], "purged": result.purged, "kept": result.kept}))
+    else:
+        _print_outcomes(out, result.files)
+        for p in result.purged:
+            out.print(f"✓ deleted {p}")
+        for p in result.kept:
+            out.print(f"· kept {p}")
+        for hint in result.restart:
+            out.print(f"[bold]restart needed[/bold] — {hint}")
+    raise typer.Exit(0 if result.ok and not problems else 1)

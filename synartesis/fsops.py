@@ -1,0 +1,280 @@
+"""The one write path for files: client configs we do not own, and the files we do own.
+
+Contract (DESIGN §8, CLIENTS.md §2, STYLE habits 1–2):
+- :func:`replace_checked` replaces a file we do not own: the new bytes are written to a
+  temporary file beside the *resolved* target (a symlinked config stays a symlink), flushed and
+  fsynced, given the original's mode (and owner when running as root), then the target is
+  re-read and compared with the bytes the caller planned from; if anything changed meanwhile
+  (the client rewrote it) the temporary file is discarded and :class:`ConflictError` is raised —
+  nothing is lost. Only then ``os.replace`` (retried briefly on Windows sharing violations,
+  never falling back to truncate-and-write), fsync of the directory, and a read-back check.
+- :func:`backup` keeps a timestamped copy (0600, in a 0700 directory) that is never
+  overwritten, with a small ``.meta.json`` beside it naming the original path.
+- :func:`atomic_write` is the same temp+fsync+replace for files synartesis owns (the user
+  policy, the install record), created 0600 unless they exist with another mode.
+No other module opens a file for writing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from synartesis.canonical import sha256_hex
+from synartesis.errors import ConflictError, SynartesisError
+from synartesis.paths import Env, backups_dir
+
+__all__ = [
+    "read_bytes",
+    "resolve_target",
+    "ensure_private_dir",
+    "backup",
+    "read_backup_meta",
+    "replace_checked",
+    "atomic_write",
+    "remove_owned",
+]
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes (through symlinks), or None when it does not exist.
+
+    Raises:
+        SynartesisError: it exists but cannot be read.
+    """
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise SynartesisError(f"{path} is a directory") from None
+    except OSError as exc:
+        raise SynartesisError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def resolve_target(path: Path) -> Path:
+    """The real file behind ``path`` (symlinks followed) — the one we must write."""
+    return Path(os.path.realpath(path))
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700; tighten it to 0700 if it already exists."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if os.name == "posix":
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode != 0o700:
+            os.chmod(path, 0o700)
+    return path
+
+
+def _slug(path: Path) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", str(path).strip("/\\"))
+    return s[-80:] or "file"
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+
+
+def backup(env: Env, path: Path, data: bytes, client: str = "") -> Path:
+    """Keep ``data`` (the bytes of ``path`` before our change) under the backups directory.
+
+    The name is ``<UTC timestamp>-<path slug>.bak``; an existing name is never reused. A
+    ``<name>.meta.json`` beside it records the original path, client and SHA-256.
+
+    Returns:
+        The backup's path.
+    Raises:
+        SynartesisError: the backup could not be written (then nothing else is written).
+    """
+    directory = ensure_private_dir(backups_dir(env))
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    base = f"{stamp}-{_slug(path)}"
+    for n in range(1000):
+        name = base + (f"-{n}" if n else "") + ".bak"
+        target = directory / name
+        try:
+            _write_new(target, data, 0o600)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise SynartesisError(f"cannot write the backup {target}: {exc.strerror or exc}") from None
+        meta = {"schema_version": 1, "original": str(path), "client": client,
+                "sha256": sha256_hex(data), "created": stamp}
+        try:
+            _write_new(Path(str(target) + ".meta.json"),
+                       (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), 0o600)
+        except OSError:
+            pass  # the backup itself is what matters; the record also lists it
+        return target
+    raise SynartesisError(f"cannot find a free backup name for {path}")
+
+
+def read_backup_meta(backup_path: Path) -> dict | None:
+    """The ``.meta.json`` written beside a backup, or None."""
+    try:
+        meta = json.loads(Path(str(backup_path) + ".meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _replace(src: Path, dst: Path) -> None:
+    attempts = 10 if sys.platform.startswith("win") else 1
+    for i in range(attempts):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError:
+            if i == attempts - 1:
+                raise
+            time.sleep(0.05 * (i + 1))
+
+
+def _temp_beside(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".synartesis-tmp", dir=target.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        if owner is not None:
+            try:
+                os.chown(tmp, *owner)
+            except OSError:
+                pass
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    return tmp
+
+
+def replace_checked(path: Path, expected: bytes, new: bytes, *,
+                    before_compare: Callable[[], None] | None = None) -> Path:
+    """Replace the file at ``path`` with ``new`` if it still holds exactly ``expected``.
+
+    ``before_compare`` runs after the temporary file is ready and before the final re-read
+    (tests use it to play a client that rewrites the file at the last moment).
+
+    Returns:
+        The resolved target that was written.
+    Raises:
+        ConflictError: the file changed since it was read (nothing written).
+        SynartesisError: it is read-only, vanished, or could not be written or verified.
+    """
+    target = resolve_target(path)
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        raise ConflictError(f"{path} disappeared before it could be written; nothing was changed") from None
+    if os.name == "posix" and not os.access(target, os.W_OK):
+        raise SynartesisError(f"{path} is read-only; not changing its permissions, nothing written")
+    mode = stat.S_IMODE(st.st_mode)
+    owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    try:
+        tmp = _temp_beside(target, new, mode, owner)
+    except OSError as exc:
+        raise SynartesisError(f"cannot write beside {target}: {exc.strerror or exc}") from None
+    try:
+        if before_compare is not None:
+            before_compare()
+        current = read_bytes(target)
+        if current != expected:
+            raise ConflictError(f"{path} changed while synartesis was working (another program "
+                                "rewrote it); nothing was written — run the command again")
+        try:
+            _replace(tmp, target)
+        except OSError as exc:
+            raise SynartesisError(f"cannot replace {target}: {exc.strerror or exc}") from None
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    _fsync_dir(target.parent)
+    if read_bytes(target) != new:
+        raise ConflictError(f"{path} was changed again right after synartesis wrote it; "
+                            "check it with `synartesis status`")
+    return target
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write a file synartesis owns: temp file + fsync + atomic replace.
+
+    The parent directory is created (0700) when missing; an existing file keeps its mode.
+
+    Raises:
+        SynartesisError: the file could not be written.
+    """
+    path = Path(path)
+    target = resolve_target(path) if path.is_symlink() else path
+    try:
+        if not target.parent.exists():
+            ensure_private_dir(target.parent)
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            pass
+        tmp = _temp_beside(target, data, mode, None)
+        try:
+            _replace(tmp, target)
+        except BaseException:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            raise
+    except OSError as exc:
+        raise SynartesisError(f"cannot write {path}: {exc.strerror or exc}") from None
+    _fsync_dir(target.parent)
+
+
+def remove_owned(path: Path) -> bool:
+    """Delete a file synartesis owns (``--purge``). True when something was removed."""
+    try:
+        Path(path).unlink()
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise SynartesisError(f"cannot remove {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,1073 @@
+"""install / uninstall as plan → apply (DESIGN §8, issue 4). Nothing here prints or prompts.
+
+install:
+1. discover every config file of the chosen clients (:mod:`synartesis.clients.discover`);
+2. decide per entry: wrap it (stdio), cover a Claude Code project server with a same-name
+   local-scope entry, or report it (remote, already ours, another tool's wrapper, blocked by a
+   managed policy, a shared project file, a shape we cannot wrap safely);
+3. render each file's new bytes in memory and prove two things before offering to write it:
+   the new document equals the old one with exactly our changes, and undoing our records on the
+   new bytes gives back the old bytes exactly;
+4. plan the user policy: every newly covered server gets the shipped policy or a fail-closed
+   draft (servers started in parallel for ``tools/list`` unless ``start`` is False);
+5. :func:`apply_install` writes the policy (ours), then each file: backup → record → checked
+   atomic replace. A file the client changed meanwhile is refused (ConflictError), nothing lost.
+
+uninstall restores, per recorded entry, the original entry if the current one is still what
+we wrote, and reports the rest; ``--from-backup`` restores a whole file as an explicit recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import yaml
+
+from synartesis import fsops
+from synartesis.canonical import canonical, sha256_hex
+from synartesis.clients.adapters import (AddShadow, Change, RemoveShadow, Unwrap, Wrap, EntryShapeError,
+                                         adapter_for, expected_after)
+from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
+from synartesis.clients.discover import FoundFile, discover, read_location
+from synartesis.clients.locations import ConfigLocation
+from synartesis.clients.entries import (ServerEntry, entry_env, expand, foreign_wrapper, is_ours, ours_server,
+                                        proxy_args)
+from synartesis.clients.managed import ManagedPolicy, load_managed
+from synartesis.errors import ConflictError, PolicyError, SynartesisError, UsageError
+from synartesis.paths import POLICY_FILENAME, Env, synartesis_home
+from synartesis.services.install_state import load_state, now, save_state
+
+__all__ = [
+    "InstallOptions",
+    "EntryReport",
+    "FilePlan",
+    "InstallPlan",
+    "FileOutcome",
+    "InstallResult",
+    "UninstallPlan",
+    "UninstallResult",
+    "RestoreResult",
+    "Progress",
+    "find_proxy_executable",
+    "select_clients",
+    "plan_install",
+    "apply_install",
+    "plan_uninstall",
+    "apply_uninstall",
+    "restore_from_backup",
+    "policy_key_for",
+    "redact_text",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """What to install.
+
+    Attributes:
+        client: limit to one client id (None = all).
+        include_project_files: also edit shared project files (Cursor, Codex).
+        start: start servers to read ``tools/list`` for the policy (``--no-start`` = False).
+        timeout: seconds per server start.
+        proxy_path: absolute path of the ``synartesis`` executable to write (None = find it).
+        system_root: where absolute system paths (managed settings) are looked up (tests).
+        concurrency: servers started at once.
+    """
+
+    client: str | None = None
+    include_project_files: bool = False
+    start: bool = True
+    timeout: float = 20.0
+    proxy_path: str | None = None
+    system_root: Path | None = None
+    concurrency: int = 8
+
+
+@dataclass(frozen=True)
+class EntryReport:
+    """What install does (or status sees) for one server entry.
+
+    ``action``: ``wrap`` | ``shadow`` | ``ours`` | ``remote`` | ``other-wrapper`` |
+    ``uncovered`` | ``shadowed`` | ``blocked`` | ``invalid`` | ``skipped``.
+    """
+
+    client: str
+    file: str
+    scope: str
+    name: str
+    action: str
+    reason: str = ""
+    policy_key: str | None = None
+    project: str | None = None
+
+
+@dataclass
+class FilePlan:
+    """One file: what would change and why.
+
+    ``status``: ``change`` (new bytes ready), ``unchanged``, ``error`` (not parsed / refused).
+    """
+
+    client: str
+    client_name: str
+    path: Path
+    target: Path
+    scope: str
+    status: str
+    message: str = ""
+    old: bytes | None = None
+    new: bytes | None = None
+    entries: list[EntryReport] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+
+
+@dataclass
+class InstallPlan:
+    """Everything install would do; nothing has been written."""
+
+    proxy_path: str
+    files: list[FilePlan]
+    policy_path: Path
+    policy_old: str | None
+    policy_new: str | None
+    policy_plans: list[Any]
+    warnings: list[str]
+    restart: list[str]
+    start_errors: dict[str, str] = field(default_factory=dict)
+    forget: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        """True when applying would write anything (client files, the policy or the record)."""
+        return (any(f.status == "change" for f in self.files) or self.policy_new is not None
+                or bool(self.forget))
+
+    @property
+    def entries(self) -> list[EntryReport]:
+        """Every entry report, file by file."""
+        return [e for f in self.files for e in f.entries]
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What happened to one file: ``written`` | ``unchanged`` | ``conflict`` | ``error``."""
+
+    path: str
+    client: str
+    status: str
+    message: str = ""
+    backup: str | None = None
+
+
+@dataclass
+class InstallResult:
+    """What apply_install did."""
+
+    files: list[FileOutcome]
+    policy_written: bool
+    policy_path: str
+    restart: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """True when no file was refused or failed."""
+        return all(f.status in ("written", "unchanged") for f in self.files)
+
+
+class Progress:
+    """Callbacks for server starts (the CLI draws a progress bar; default does nothing)."""
+
+    def start(self, total: int) -> None:
+        """``total`` servers are about to be started."""
+
+    def advance(self, key: str, ok: bool) -> None:
+        """One server finished (``ok`` False when it failed to start)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+
+
+def find_proxy_executable(env: Env, given: str | None = None) -> str:
+    """Absolute path of the installed ``synartesis`` executable to write into configs.
+
+    Order: ``given``; ``shutil.which("synartesis")`` on ``env``'s PATH; ``sys.argv[0]`` when it
+    is a ``synartesis`` executable; the console script beside ``sys.executable``. Symlinks are
+    kept (a pipx link survives reinstalls).
+
+    Raises:
+        UsageError: none found, or ``given`` is not an absolute path to an executable file.
+    """
+    if given:
+        p = Path(given)
+        if not p.is_absolute():
+            raise UsageError(f"--proxy-path must be absolute: {given}")
+        if not (p.is_file() and os.access(p, os.X_OK)):
+            raise UsageError(f"--proxy-path {given} is not an executable file")
+        return str(p)
+    found = shutil.which("synartesis", path=env.get("PATH"))
+    if found:
+        return os.path.abspath(found)
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.stem == "synartesis" and argv0.is_file() and os.access(argv0, os.X_OK):
+        return os.path.abspath(argv0)
+    # the console script beside this interpreter (an unactivated venv)
+    for d in (Path(sys.executable).parent, Path(sys.executable).parent / "Scripts"):
+        for name in ("synartesis", "synartesis.exe"):
+            cand = d / name
+            if cand.is_file() and os.access(cand, os.X_OK):
+                return os.path.abspath(cand)
+    raise UsageError("cannot find the installed `synartesis` executable on PATH; install it "
+                     "(e.g. `pipx install synartesis`) and run this again")
+
+
+def select_clients(client: str | None) -> list[ClientDescriptor]:
+    """Descriptors to work on (all, or the one named).
+
+    Raises:
+        UsageError: unknown client id.
+    """
+    if client:
+        return [get_descriptor(client)]
+    return list(load_descriptors())
+
+
+_BAD_KEY = re.compile(r"\.|\*|__+")
+
+
+def policy_key_for(name: str) -> str:
+    """A policy key for a server name: the name itself unless it has ``.``, ``*`` or ``__``."""
+    key = _BAD_KEY.sub("-", name.strip()).strip("-")
+    return key or "server"
+
+
+def _fp(command: str, args: Sequence[str]) -> str:
+    return sha256_hex(canonical([command, *args]).encode("utf-8", "surrogatepass"))
+
+
+def _needs_shell(command: str) -> bool:
+    """A command string with spaces that is not a path: the client runs it through a shell."""
+    if not re.search(r"\s", command):
+        return False
+    return not (command.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:[\\/]", command))
+
+
+class _Keys:
+    """Policy keys: one per distinct command line; the first comer keeps the server's name."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, str | None] = {}
+
+    def reserve(self, key: str, fp: str | None) -> None:
+        self.by_key.setdefault(key, fp)
+
+    def assign(self, name: str, fp: str, client: str, scope: str) -> str:
+        base = policy_key_for(name)
+        for cand in (base, f"{base}-{client}", f"{base}-{client}-{scope}"):
+            have = self.by_key.get(cand, "<free>")
+            if have == "<free>" or have == fp:
+                self.by_key[cand] = fp
+                return cand
+        n = 2
+        while True:
+            cand = f"{base}-{client}-{n}"
+            have = self.by_key.get(cand, "<free>")
+            if have == "<free>" or have == fp:
+                self.by_key[cand] = fp
+                return cand
+            n += 1
+
+
+def _policy_servers(text: str | None, path: Path | None = None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        col = mark.column + 1 if mark is not None else None
+        raise PolicyError(f"the user policy is not valid YAML ({getattr(exc, 'problem', None) or exc}); "
+                          "fix it, then run this again", str(path) if path else None, line, col) from None
+    servers = data.get("servers") if isinstance(data, dict) else None
+    return servers if isinstance(servers, dict) else {}
+
+
+_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|apikey|_key$|^key$|token|secret|passw|auth|credential|cookie|"
+                         r"bearer|private|session|^pat$|_pat$)")
+_SECRET_VALUE = re.compile(r"^(sk-|sk_|ghp_|gho_|ghs_|github_pat_|xox[bpas]-|AKIA|eyJ|glpat-|om-)|"
+                           r"^(Bearer|Basic|Token)\s+\S")
+_PAIR = re.compile(r'("[^"\n]*"|[A-Za-z0-9_.-]+)(\s*[:=]\s*)("(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\')')
+_FLAG_VALUE = re.compile(r'("--?[\w-]*(?:key|token|secret|passw|auth)[\w-]*"\s*,\s*(?:\n[-+ ]?\s*)?)'
+                         r'"([^"\n]*)"', re.IGNORECASE)
+_FLAG_EQ = re.compile(r'("--?[\w-]*(?:key|token|secret|passw|auth)[\w-]*=)([^"\n]*)"', re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(://[^/\s:@\"']+:)[^/\s@\"']+@")
+_TOKEN_ANYWHERE = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|ghp_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}|"
+                             r"xox[bpas]-[A-Za-z0-9-]{8,}|glpat-[A-Za-z0-9_-]{8,})")
+
+
+def _keep(inner: str) -> bool:
+    """Values shown as they are: empty, ``${VAR}`` references, policy references (``$.x``)."""
+    return not inner or inner.startswith("$")
+
+
+def redact_text(text: str) -> str:
+    """Hide secret-looking values in config text or a diff (``--dry-run`` output).
+
+    Hidden (shown as ``***``): the value of a ``"KEY": "value"`` / ``KEY = "value"`` pair whose
+    key names a secret (``*_API_KEY``, ``token``, ``password``, ``auth`` …); values that look
+    like tokens (``sk-…``, ``ghp_…``, ``Bearer …``); the argument after a ``--api-key``-like
+    flag; a password in a URL. ``${VAR}`` references stay visible: they are names, not values.
+    This is a heuristic for display only; nothing redacted is ever written anywhere.
+    """
+    def pair(m: re.Match[str]) -> str:
+        key, sep, value = m.group(1), m.group(2), m.group(3)
+        inner = value[1:-1]
+        if _keep(inner):
+            return m.group(0)
+        if _SECRET_KEY.search(key.strip('"')) or _SECRET_VALUE.search(inner):
+            return f"{key}{sep}{value[0]}***{value[-1]}"
+        return m.group(0)
+
+    def flag(m: re.Match[str]) -> str:
+        return m.group(0) if _keep(m.group(2)) else f'{m.group(1)}"***"'
+
+    def flag_eq(m: re.Match[str]) -> str:
+        return m.group(0) if _keep(m.group(2)) else f'{m.group(1)}***"'
+
+    out = _PAIR.sub(pair, text)
+    out = _FLAG_VALUE.sub(flag, out)
+    out = _FLAG_EQ.sub(flag_eq, out)
+    out = _URL_USERINFO.sub(r"\1***@", out)
+    return _TOKEN_ANYWHERE.sub("***", out)
+
+
+# --------------------------------------------------------------------------------------------
+# Planning
+
+
+@dataclass
+class _Cover:
+    """A server that gets covered and may need a policy: how to start it and where it is."""
+
+    key: str
+    desc: ClientDescriptor
+    entry: ServerEntry
+    file: str
+    command: str
+    args: list[str]
+
+
+def _claude_approval(user_value: Any, project_key: str, name: str, root: Path) -> str | None:
+    """None when Claude Code runs this project server; else why it does not."""
+    proj = user_value.get("projects", {}).get(project_key) if isinstance(user_value, dict) else None
+    enabled: set[str] = set()
+    disabled: set[str] = set()
+    enable_all = False
+    sources: list[Any] = [proj] if isinstance(proj, dict) else []
+    for rel in (".claude/settings.json", ".claude/settings.local.json"):
+        p = root / rel
+        try:
+            sources.append(json.loads(p.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pass
+    for s in sources:
+        if not isinstance(s, dict):
+            continue
+        enabled |= {x for x in s.get("enabledMcpjsonServers", []) or [] if isinstance(x, str)}
+        disabled |= {x for x in s.get("disabledMcpjsonServers", []) or [] if isinstance(x, str)}
+        enable_all = enable_all or s.get("enableAllProjectMcpServers") is True
+    if name in disabled:
+        return "disabled in Claude Code for this project; not covered (a local entry would enable it)"
+    if enable_all or name in enabled:
+        return None
+    return ("not approved in Claude Code yet; approve it (it is then run from .mcp.json) and run "
+            "`synartesis install` again — a local entry now would skip the approval")
+
+
+def _wrapped_value(value: Mapping[str, Any], prefix: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    orig = [value["command"], *value.get("args", [])]
+    for k, v in value.items():
+        if k == "command":
+            out["command"] = prefix[0]
+            out["args"] = [*prefix[1:], *orig]
+        elif k != "args":
+            out[k] = v
+    return out
+
+
+def plan_install(env: Env, options: InstallOptions = InstallOptions(),
+                 progress: Progress | None = None,
+                 introspect: Callable[..., Any] | None = None) -> InstallPlan:
+    """Plan an install: discover, decide, render and verify each file, plan the policy.
+
+    Args:
+        env: the environment paths resolve against.
+        options: see :class:`InstallOptions`.
+        progress: callbacks while servers are started.
+        introspect: ``async (command, args, env=, cwd=, timeout=, label=) -> Introspection``;
+            default :func:`synartesis.proxy.upstream.introspect`.
+    Returns:
+        An :class:`InstallPlan`; nothing is written.
+    Raises:
+        UsageError: unknown client, no synartesis executable.
+        PolicyError: the existing user policy cannot be read or extended.
+        SynartesisError: the install record is damaged.
+    """
+    clients = select_clients(options.client)
+    proxy = find_proxy_executable(env, options.proxy_path)
+    state = load_state(env)
+    policy_path = synartesis_home(env) / POLICY_FILENAME
+    policy_bytes = fsops.read_bytes(policy_path)
+    policy_old = policy_bytes.decode("utf-8", "replace") if policy_bytes is not None else None
+    declared = _policy_servers(policy_old, policy_path)
+    found = discover(env, clients)
+    warnings = list(found.notes)
+
+    keys = _Keys()
+    for e in state.entries:
+        keys.reserve(e.get("policy_key", ""), e.get("fingerprint"))
+    for k, spec in declared.items():
+        if isinstance(spec, dict) and isinstance(spec.get("command"), str):
+            keys.reserve(str(k), _fp(spec["command"], [str(a) for a in spec.get("args", []) or []]))
+        else:
+            keys.reserve(str(k), None)
+    for f in found.files:
+        for entry in (f.view.entries if f.view else []):
+            if entry.kind == "stdio" and is_ours(entry.command, entry.args):
+                k = ours_server(entry.args)
+                inner = proxy_args(entry.args)
+                if k:
+                    keys.reserve(k, _fp(*inner) if inner else None)
+
+    plans: list[FilePlan] = []
+    covers: list[_Cover] = []
+    managed_cache: dict[str, ManagedPolicy] = {}
+
+    def managed(desc: ClientDescriptor) -> ManagedPolicy:
+        if desc.id not in managed_cache:
+            managed_cache[desc.id] = load_managed(desc, env, options.system_root)
+            mp = managed_cache[desc.id]
+            if mp.exclusive_file is not None:
+                warnings.append(f"{desc.display_name}: {mp.exclusive_file} exists, so Claude Code loads only "
+                                "the servers it lists; user and project servers are not loaded")
+            warnings.extend(f"{desc.display_name}: cannot read managed settings {e}" for e in mp.errors)
+        return managed_cache[desc.id]
+
+    by_path: dict[Path, FilePlan] = {}
+
+    def file_plan(f: FoundFile) -> FilePlan:
+        fp = by_path.get(f.target)
+        if fp is None:
+            fp = FilePlan(f.descriptor.id, f.descriptor.display_name, f.location.path, f.target,
+                          f.location.scope, "unchanged", old=f.data)
+            if f.error:
+                fp.status, fp.message = "error", f.error
+            by_path[f.target] = fp
+            plans.append(fp)
+        return fp
+
+    def report(fp: FilePlan, entry: ServerEntry, action: str, reason: str = "", key: str | None = None) -> None:
+        fp.entries.append(EntryReport(fp.client, str(fp.path), entry.scope, entry.name, action, reason,
+                                      key, entry.project))
+
+    def decide_stdio(desc: ClientDescriptor, entry: ServerEntry) -> tuple[str, str]:
+        """(action, reason) for a stdio entry before key assignment: wrap or why not."""
+        if is_ours(entry.command, entry.args):
+            return "ours", "already wrapped by synartesis"
+        other = foreign_wrapper(entry.command, entry.args)
+        if other:
+            return "other-wrapper", f"already wrapped by {other}; not wrapped twice"
+        if _needs_shell(entry.command or ""):
+            return "skipped", ("the command has spaces and is run through a shell by the client; "
+                               "wrapping it would change how it is split")
+        if desc.managed:
+            why = managed(desc).blocks(entry.name, entry.argv)
+            if why:
+                return "blocked", why
+        return "wrap", ""
+
+    user_files = [f for f in found.files if f.location.scope != "project"]
+    project_files = [f for f in found.files if f.location.scope == "project"]
+
+    # 1. entries in user files (and project files we may edit)
+    editable = list(user_files)
+    for f in project_files:
+        if getattr(f.location.spec, "cover", "") == "edit-with-consent" and options.include_project_files:
+            editable.append(f)
+    for f in editable:
+        fp = file_plan(f)
+        if f.view is None:
+            continue
+        for entry in f.view.entries:
+            if entry.kind == "remote":
+                report(fp, entry, "remote", "remote server (url): not wrapped (bridging comes later)")
+                continue
+            if entry.kind == "invalid":
+                report(fp, entry, "invalid", entry.detail)
+                continue
+            action, reason = decide_stdio(f.descriptor, entry)
+            if action == "ours":
+                k = ours_server(entry.args)
+                report(fp, entry, "ours", reason, k)
+                inner = proxy_args(entry.args)
+                if k and k not in declared and inner:
+                    covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), inner[0], inner[1]))
+                continue
+            if action != "wrap":
+                report(fp, entry, action, reason)
+                continue
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, entry.scope)
+            prefix = (proxy, "proxy", "--server", k, "--")
+            fp.changes.append(Wrap(entry.locator, prefix))
+            fp.pending.append({"client": f.descriptor.id, "file": str(f.location.path), "target": str(f.target),
+                               "scope": entry.scope, "name": entry.name, "project": entry.project,
+                               "policy_key": k, "fingerprint": _fp(entry.command or "", entry.args)})
+            report(fp, entry, "wrap", "", k)
+            covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), entry.command or "", entry.args))
+
+    # 2. project files: Claude Code shadows, the others reported unless edited above
+    for f in project_files:
+        spec = f.location.spec
+        if f in editable:
+            continue
+        fp = file_plan(f)
+        if f.view is None:
+            continue
+        if getattr(spec, "cover", "") != "shadow":
+            for entry in f.view.entries:
+                if entry.kind == "stdio" and is_ours(entry.command, entry.args):
+                    report(fp, entry, "ours", "already wrapped by synartesis", ours_server(entry.args))
+                elif entry.kind == "remote":
+                    report(fp, entry, "remote", "remote server (url): not wrapped (bridging comes later)")
+                else:
+                    report(fp, entry, "uncovered", "project file meant to be shared: not edited "
+                                                   "(use --include-project-files)")
+            continue
+        # Claude Code: cover with a local-scope entry in the user file that lists the project.
+        holder = None
+        for uf in user_files:
+            if uf.descriptor.id == f.descriptor.id and uf.view is not None:
+                projects = uf.view.value.get("projects")
+                if isinstance(projects, dict) and f.location.project in projects:
+                    holder = uf
+                    break
+        if holder is None:
+            holder = next((uf for uf in user_files if uf.descriptor.id == f.descriptor.id and uf.view is not None), None)
+        for entry in f.view.entries:
+            if entry.kind == "remote":
+                report(fp, entry, "remote", "remote server (url): not wrapped (bridging comes later)")
+                continue
+            if entry.kind == "invalid":
+                report(fp, entry, "invalid", entry.detail)
+                continue
+            if holder is None or holder.view is None:
+                report(fp, entry, "uncovered", "no Claude Code user config (~/.claude.json) to hold a "
+                                               "local-scope entry; run Claude Code once, then install again")
+                continue
+            pkey = f.location.project or ""
+            local = holder.view.value.get("projects", {}).get(pkey, {}) if isinstance(holder.view.value.get("projects"), dict) else {}
+            local_servers = local.get("mcpServers") if isinstance(local, dict) else None
+            if isinstance(local_servers, dict) and entry.name in local_servers:
+                lv = local_servers[entry.name]
+                lcmd = lv.get("command") if isinstance(lv, dict) else None
+                largs = lv.get("args", []) if isinstance(lv, dict) else []
+                if isinstance(lcmd, str) and is_ours(lcmd, largs if isinstance(largs, list) else []):
+                    report(fp, entry, "shadowed", "covered by a wrapped local-scope entry of the same name",
+                           ours_server(largs))
+                else:
+                    report(fp, entry, "shadowed", "a local-scope entry of the same name wins over it "
+                                                  "(that entry is listed under the user file)")
+                continue
+            action, reason = decide_stdio(f.descriptor, entry)
+            if action == "ours":
+                report(fp, entry, "ours", reason, ours_server(entry.args))
+                continue
+            if action != "wrap":
+                report(fp, entry, action, reason)
+                continue
+            why = _claude_approval(holder.view.value, pkey, entry.name, Path(pkey))
+            if why:
+                report(fp, entry, "uncovered", why)
+                continue
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, "project")
+            prefix = (proxy, "proxy", "--server", k, "--")
+            hp = file_plan(holder)
+            hp.changes.append(AddShadow(("projects", pkey, "mcpServers"), entry.name,
+                                        _wrapped_value(entry.value, prefix)))
+            hp.pending.append({"client": f.descriptor.id, "file": str(holder.location.path),
+                               "target": str(holder.target), "scope": "local", "name": entry.name,
+                               "project": pkey, "policy_key": k, "source": str(f.location.path),
+                               "fingerprint": _fp(entry.command or "", entry.args)})
+            report(fp, entry, "shadow", f"covered by a local-scope entry in {holder.location.path}", k)
+            covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), entry.command or "", entry.args))
+
+    # 3. render and verify each changed file
+    restart: list[str] = []
+    for fp in plans:
+        if fp.status == "error" or not fp.changes:
+            continue
+        f = next(x for x in found.files if x.target == fp.target)
+        assert f.view is not None
+        adapter = adapter_for(f.descriptor)
+        try:
+            rendered = adapter.render(f.view, fp.changes)
+            new_view = adapter.read(f.location, rendered.data)
+            if new_view.value != expected_after(f.view.value, fp.changes):
+                raise EntryShapeError("the edited file does not hold exactly the intended change")
+            undo: list[Change] = [RemoveShadow(r) if r["op"] == "shadow" else Unwrap(r)
+                                  for r in reversed(rendered.records)]
+            back = adapter.render(new_view, undo)
+            if back.data != fp.old:
+                raise EntryShapeError("uninstall could not give back this file byte for byte")
+        except (EntryShapeError, SynartesisError, ValueError) as exc:
+            fp.status = "error"
+            fp.message = f"{fp.path}: not edited: {exc}"
+            fp.entries = [EntryReport(e.client, e.file, e.scope, e.name, "skipped", str(exc), None, e.project)
+                          if e.action in ("wrap",) else e for e in fp.entries]
+            dropped = {p["policy_key"] for p in fp.pending}
+            # shadows planned into this file: mark their project entries skipped too
+            for other in plans:
+                other.entries = [EntryReport(e.client, e.file, e.scope, e.name, "skipped", str(exc), None, e.project)
+                                 if e.action == "shadow" and e.policy_key in dropped else e for e in other.entries]
+            covers = [c for c in covers if c.key not in dropped]
+            fp.pending, fp.changes = [], []
+            continue
+        fp.new = rendered.data
+        fp.status = "change"
+        for p, r in zip(fp.pending, rendered.records):
+            p["record"] = r
+        hint = f"{f.descriptor.display_name}: {f.descriptor.restart}"
+        if f.descriptor.restart_required and hint not in restart:
+            restart.append(hint)
+
+    # records of entries that are gone (or were put back by the client): forget them
+    forget: list[dict[str, Any]] = []
+    for f in found.files:
+        if f.view is None:
+            continue
+        adapter = adapter_for(f.descriptor)
+        for rec in state.for_target(str(f.target)):
+            if adapter.record_state(f.view, rec["record"]) in ("missing", "original"):
+                forget.append(rec)
+
+    # 4. the policy
+    seen_keys: set[str] = set()
+    todo = []
+    for c in covers:
+        if c.key in declared or c.key in seen_keys:
+            continue
+        seen_keys.add(c.key)
+        todo.append(c)
+    policy_plans, start_errors = _plan_policies(env, todo, options, progress, introspect)
+    policy_new = None
+    if policy_plans:
+        from synartesis.services.policies import merge_policy_text
+
+        policy_new = merge_policy_text(policy_old, policy_plans, str(policy_path))
+        if policy_new == policy_old:
+            policy_new = None
+    home_given = env.get("SYNARTESIS_HOME")
+    if home_given and Path(home_given).expanduser() != env.home / ".synartesis":
+        warnings.append("SYNARTESIS_HOME is set: Claude Desktop and Codex do not pass it to servers, so "
+                        "their proxies look for the policy in ~/.synartesis")
+    return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
+                       restart, start_errors, forget)
+
+
+def _plan_policies(env: Env, covers: list[_Cover], options: InstallOptions, progress: Progress | None,
+                   introspect: Callable[..., Any] | None) -> tuple[list[Any], dict[str, str]]:
+    if not covers:
+        return [], {}
+    from synartesis.services.policies import plan_server_policy
+
+    results: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    if options.start:
+        if introspect is None:
+            from synartesis.proxy.upstream import introspect as _introspect
+
+            introspect = _introspect
+        results, errors = asyncio.run(_start_all(env, covers, options, progress, introspect))
+    plans = []
+    for c in covers:
+        info = results.get(c.key)
+        value = c.entry.value if isinstance(c.entry.value, dict) else {}
+        env_names = [k for k in (value.get("env") or {}) if isinstance(k, str)] if isinstance(value.get("env"), dict) else []
+        cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
+        origin = {"client": c.desc.id, "file": c.file, "scope": c.entry.scope, "entry": c.entry.name}
+        if c.entry.project:
+            origin["project"] = c.entry.project
+        plans.append(plan_server_policy(
+            c.key, c.command, c.args,
+            tools=info.tools if info is not None else None,
+            server_info=info.server_info if info is not None else None,
+            origin=origin, env_names=env_names, cwd=cwd))
+    return plans, errors
+
+
+async def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, progress: Progress | None,
+                     introspect: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    sem = asyncio.Semaphore(max(1, options.concurrency))
+    results: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    if progress:
+        progress.start(len(covers))
+
+    async def one(c: _Cover) -> None:
+        style = c.desc.expansion
+        home = str(env.home)
+        value = c.entry.value if isinstance(c.entry.value, dict) else {}
+        child_env = entry_env(value, style, env.environ, home)
+        command = expand(c.command, style, env.environ, home)
+        args = [expand(a, style, env.environ, home) for a in c.args]
+        cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
+        if cwd:
+            cwd = expand(cwd, style, env.environ, home)
+            if not Path(cwd).is_dir():
+                cwd = None
+        async with sem:
+            try:
+                results[c.key] = await introspect(command, args, env=child_env, cwd=cwd,
+                                                  timeout=options.timeout, label=c.key)
+                ok = True
+            except Exception as exc:  # a server that cannot start gets the catch-all draft
+                errors[c.key] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                ok = False
+        if progress:
+            progress.advance(c.key, ok)
+
+    await asyncio.gather(*(one(c) for c in covers))
+    return results, errors
+
+
+# --------------------------------------------------------------------------------------------
+# Applying
+
+
+def apply_install(env: Env, plan: InstallPlan, *,
+                  before_compare: Callable[[Path], None] | None = None) -> InstallResult:
+    """Write what ``plan`` planned: the user policy, then each changed file.
+
+    Each file: backup (0600) → record (pending) → checked atomic replace → record (done). A
+    file that changed since it was planned is refused and its pending records dropped.
+
+    Args:
+        before_compare: test hook run (with the path) just before each final re-read.
+    Raises:
+        SynartesisError: the policy or the install record could not be written (no client
+            file is touched after such a failure).
+    """
+    state = load_state(env)
+    policy_written = False
+    if plan.policy_new is not None:
+        current = fsops.read_bytes(plan.policy_path)
+        now_text = current.decode("utf-8", "replace") if current is not None else None
+        if now_text != plan.policy_old:
+            raise ConflictError(f"{plan.policy_path} changed since install read it; nothing was written — run it again")
+        fsops.ensure_private_dir(plan.policy_path.parent)
+        fsops.atomic_write(plan.policy_path, plan.policy_new.encode("utf-8"), 0o600)
+        policy_written = True
+    for p in plan.policy_plans:
+        state.policies[p.name] = {"source": p.source, "policy_id": p.policy_id, "provenance": p.provenance,
+                                  "checked": p.checked, "todo_count": p.todo_count, "reason": p.reason}
+    if plan.forget:
+        gone = {(r.get("target"), tuple(r["record"].get("locator", []))) for r in plan.forget}
+        state.entries = [e for e in state.entries
+                         if (e.get("target"), tuple(e["record"].get("locator", []))) not in gone]
+    if plan.policy_plans or plan.forget:
+        save_state(env, state)
+
+    outcomes: list[FileOutcome] = []
+    for fp in plan.files:
+        if fp.status != "change" or fp.new is None or fp.old is None:
+            outcomes.append(FileOutcome(str(fp.path), fp.client, "error" if fp.status == "error" else "unchanged",
+                                        fp.message))
+            continue
+        try:
+            bk = fsops.backup(env, fp.path, fp.old, fp.client)
+        except SynartesisError as exc:
+            outcomes.append(FileOutcome(str(fp.path), fp.client, "error", str(exc)))
+            continue
+        state.backups.append({"file": str(fp.path), "target": str(fp.target), "backup": str(bk),
+                              "sha256": sha256_hex(fp.old), "at": now(), "client": fp.client})
+        stamp = now()
+        added = []
+        fresh = {(p["target"], tuple(p["record"]["locator"])) for p in fp.pending}
+        replaced = [e for e in state.entries
+                    if (e.get("target"), tuple(e["record"].get("locator", []))) in fresh]
+        state.entries = [e for e in state.entries if not any(e is r for r in replaced)]
+        for p in fp.pending:
+            rec = dict(p, installed_at=stamp, backup=str(bk), pending=True)
+            state.entries.append(rec)
+            added.append(rec)
+        save_state(env, state)
+        try:
+            fsops.replace_checked(fp.path, fp.old, fp.new,
+                                  before_compare=(lambda p=fp.path: before_compare(p)) if before_compare else None)
+        except SynartesisError as exc:
+            state.entries = [e for e in state.entries if not any(e is a for a in added)] + replaced
+            save_state(env, state)
+            status = "conflict" if isinstance(exc, ConflictError) else "error"
+            outcomes.append(FileOutcome(str(fp.path), fp.client, status, str(exc), str(bk)))
+            continue
+        for rec in added:
+            rec.pop("pending", None)
+        save_state(env, state)
+        outcomes.append(FileOutcome(str(fp.path), fp.client, "written", "", str(bk)))
+    return InstallResult(outcomes, policy_written, str(plan.policy_path), plan.restart)
+
+
+# --------------------------------------------------------------------------------------------
+# Uninstall
+
+
+@dataclass
+class UninstallFilePlan:
+    """One file uninstall would touch."""
+
+    client: str
+    path: Path
+    target: Path
+    status: str  # change | unchanged | error | gone
+    message: str = ""
+    old: bytes | None = None
+    new: bytes | None = None
+    restore: list[dict[str, Any]] = field(default_factory=list)  # state entries restored
+    drop: list[dict[str, Any]] = field(default_factory=list)  # state entries forgotten
+    entries: list[EntryReport] = field(default_factory=list)
+
+
+@dataclass
+class UninstallPlan:
+    """What uninstall would do."""
+
+    files: list[UninstallFilePlan]
+    purge: bool
+    purge_paths: list[Path]
+    restart: list[str]
+
+    @property
+    def changes(self) -> bool:
+        """True when applying would write or delete anything."""
+        return any(f.status == "change" or f.drop for f in self.files) or bool(self.purge_paths)
+
+
+@dataclass
+class UninstallResult:
+    """What uninstall did."""
+
+    files: list[FileOutcome]
+    purged: list[str]
+    kept: list[str]
+    restart: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was refused."""
+        return all(f.status in ("written", "unchanged", "gone") for f in self.files)
+
+
+def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> UninstallPlan:
+    """Plan restoring every recorded entry that is still exactly ours.
+
+    Per record: ``exact``/``equal`` → restored; ``edited`` → left alone (reported, forgotten);
+    ``missing`` → not resurrected (forgotten); ``original`` → already back (forgotten). A file
+    that does not parse is left alone and its records kept for a later run.
+
+    Raises:
+        UsageError: unknown client.
+        SynartesisError: the install record is damaged.
+    """
+    if client:
+        get_descriptor(client)
+    state = load_state(env)
+    entries = [e for e in state.entries if client is None or e.get("client") == client]
+    by_target: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by_target.setdefault(e.get("target", ""), []).append(e)
+    files: list[UninstallFilePlan] = []
+    restart: list[str] = []
+    for target, recs in by_target.items():
+        desc = get_descriptor(recs[0]["client"])
+        path = Path(recs[0].get("file") or target)
+        fp = UninstallFilePlan(desc.id, path, Path(target), "unchanged")
+        files.append(fp)
+        spec = desc.files[0]
+        loc = ConfigLocation(desc.id, recs[0].get("scope", "user"), path, spec)
+        if not path.exists():
+            fp.status, fp.message = "gone", f"{path} no longer exists; nothing to restore"
+            fp.drop = list(recs)
+            for r in recs:
+                fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), r.get("name", ""),
+                                              "gone", "the file is gone", r.get("policy_key"), r.get("project")))
+            continue
+        found = read_location(desc, loc)
+        if found.view is None:
+            fp.status, fp.message = "error", f"{found.error}; left alone (records kept)"
+            continue
+        fp.old = found.data
+        adapter = adapter_for(desc)
+        changes: list[Change] = []
+        for r in reversed(recs):  # newest first: each change is the exact inverse of its install
+            rec = r["record"]
+            st = adapter.record_state(found.view, rec)
+            name = r.get("name", "")
+            if st in ("exact", "equal"):
+                changes.append(RemoveShadow(rec) if rec.get("op") == "shadow" else Unwrap(rec))
+                fp.restore.append(r)
+                fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
+                                              "removed the local-scope entry" if rec.get("op") == "shadow"
+                                              else "original entry restored", r.get("policy_key"), r.get("project")))
+            else:
+                why = {"missing": "removed since install; not brought back",
+                       "edited": "changed since install (by you or the client); left as it is",
+                       "original": "already back to the original"}[st]
+                fp.drop.append(r)
+                fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, st, why,
+                                              r.get("policy_key"), r.get("project")))
+        if changes:
+            try:
+                rendered = adapter.render(found.view, changes)
+                adapter.read(loc, rendered.data)
+            except (EntryShapeError, SynartesisError, ValueError) as exc:
+                fp.status, fp.message = "error", f"{path}: not restored: {exc}"
+                fp.restore = []
+                continue
+            fp.new = rendered.data
+            fp.status = "change"
+            if desc.restart_required:
+                hint = f"{desc.display_name}: {desc.restart}"
+                if hint not in restart:
+                    restart.append(hint)
+    purge_paths: list[Path] = []
+    if purge:
+        home = synartesis_home(env)
+        for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm"):
+            if p.exists():
+                purge_paths.append(p)
+    return UninstallPlan(files, purge, purge_paths, restart)
+
+
+def apply_uninstall(env: Env, plan: UninstallPlan, *,
+                    before_compare: Callable[[Path], None] | None = None) -> UninstallResult:
+    """Restore what ``plan`` planned; forget records of entries that are no longer ours.
+
+    Raises:
+        SynartesisError: the install record could not be written.
+    """
+    state = load_state(env)
+    outcomes: list[FileOutcome] = []
+
+    def forget(recs: Iterable[dict[str, Any]]) -> None:
+        ids = {(r.get("target"), tuple(r["record"].get("locator", []))) for r in recs}
+        state.entries = [e for e in state.entries
+                         if (e.get("target"), tuple(e["record"].get("locator", []))) not in ids]
+
+    for fp in plan.files:
+        if fp.status == "change" and fp.old is not None and fp.new is not None:
+            try:
+                bk = fsops.backup(env, fp.path, fp.old, fp.client)
+                state.backups.append({"file": str(fp.path), "target": str(fp.target), "backup": str(bk),
+                                      "sha256": sha256_hex(fp.old), "at": now(), "client": fp.client})
+                save_state(env, state)
+                fsops.replace_checked(fp.path, fp.old, fp.new,
+                                      before_compare=(lambda p=fp.path: before_compare(p)) if before_compare else None)
+            except SynartesisError as exc:
+                status = "conflict" if isinstance(exc, ConflictError) else "error"
+                outcomes.append(FileOutcome(str(fp.path), fp.client, status, str(exc)))
+                continue
+            forget(fp.restore + fp.drop)
+            save_state(env, state)
+            outcomes.append(FileOutcome(str(fp.path), fp.client, "written", "", str(bk)))
+        else:
+            if fp.drop and fp.status in ("unchanged", "gone"):
+                forget(fp.drop)
+                save_state(env, state)
+            outcomes.append(FileOutcome(str(fp.path), fp.client, fp.status if fp.status != "change" else "error",
+                                        fp.message))
+    purged: list[str] = []
+    kept: list[str] = []
+    if plan.purge:
+        for p in plan.purge_paths:
+            if fsops.remove_owned(p):
+                purged.append(str(p))
+        if not state.entries:
+            sp = synartesis_home(env) / "installed.json"
+            if fsops.remove_owned(sp):
+                purged.append(str(sp))
+        else:
+            kept.append(str(synartesis_home(env) / "installed.json"))
+        bdir = synartesis_home(env) / "backups"
+        if bdir.exists():
+            kept.append(str(bdir))
+    return UninstallResult(outcomes, purged, kept, plan.restart)
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """What ``uninstall --from-backup`` did."""
+
+    path: str
+    backup: str
+    previous_backup: str | None
+    forgotten: int
+
+
+def restore_from_backup(env: Env, backup_file: Path) -> RestoreResult:
+    """Put a whole file back from one of our backups (explicit recovery, not the default).
+
+    The file's current bytes are backed up first, so this too can be undone; records of
+    entries in that file are forgotten (the backup predates them).
+
+    Raises:
+        UsageError: ``backup_file`` is not one of our backups (no record of its original path).
+        SynartesisError: reading or writing failed.
+    """
+    backup_file = Path(backup_file).expanduser()
+    data = fsops.read_bytes(backup_file)
+    if data is None:
+        raise UsageError(f"no such backup: {backup_file}")
+    state = load_state(env)
+    meta = fsops.read_backup_meta(backup_file)
+    original = meta.get("original") if meta else None
+    if original is None:
+        rec = next((b for b in state.backups if Path(b.get("backup", "")) == backup_file.resolve()
+                    or b.get("backup") == str(backup_file)), None)
+        original = rec.get("file") if rec else None
+    if not original:
+        raise UsageError(f"{backup_file} is not a synartesis backup (no record of which file it belongs to)")
+    if meta and meta.get("sha256") and meta["sha256"] != sha256_hex(data):
+        raise SynartesisError(f"{backup_file} does not match its recorded checksum; not restored")
+    path = Path(original)
+    current = fsops.read_bytes(path)
+    prev = None
+    if current is None:
+        fsops.atomic_write(path, data, 0o600)
+    else:
+        if current == data:
+            return RestoreResult(str(path), str(backup_file), None, 0)
+        prev_path = fsops.backup(env, path, current, meta.get("client", "") if meta else "")
+        prev = str(prev_path)
+        state.backups.append({"file": str(path), "target": str(fsops.resolve_target(path)), "backup": prev,
+                              "sha256": sha256_hex(current), "at": now(), "client": meta.get("client", "") if meta else ""})
+        fsops.replace_checked(path, current, data)
+    target = str(fsops.resolve_target(path))
+    before = len(state.entries)
+    state.entries = [e for e in state.entries if e.get("target") != target]
+    save_state(env, state)
+    return RestoreResult(str(path), str(backup_file), prev, before - len(state.entries))

@@ -1,0 +1,230 @@
+"""status: per client × scope × server, is it covered, by which policy, and what drifted.
+
+Drift (CLIENTS.md §5 "Drift detection", DESIGN §8): the client removed our entry or rewrote it
+back to the original, the user edited it, the proxy path it runs no longer exists, a project
+server is shadowed or uncovered, a server runs through synartesis without a policy.
+Nothing here prints; the CLI renders :class:`StatusReport`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from synartesis import fsops
+from synartesis.clients.adapters import adapter_for
+from synartesis.clients.discover import discover
+from synartesis.clients.entries import foreign_wrapper, is_ours, ours_server
+from synartesis.clients.managed import load_managed
+from synartesis.paths import POLICY_FILENAME, Env, synartesis_home
+from synartesis.services.install import _claude_approval, _needs_shell, _policy_servers, select_clients
+from synartesis.services.install_state import load_state
+
+__all__ = ["StatusRow", "StatusReport", "collect_status"]
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    """One server entry.
+
+    ``state``: ``wrapped`` | ``shadowed`` | ``not-wrapped`` | ``remote`` | ``other-wrapper`` |
+    ``blocked`` | ``invalid`` | ``disabled`` | ``removed``.
+    """
+
+    client: str
+    client_name: str
+    file: str
+    scope: str
+    name: str
+    covered: bool
+    state: str
+    reason: str = ""
+    project: str | None = None
+    policy_key: str | None = None
+    policy: dict[str, Any] | None = None
+    drift: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """Everything status found."""
+
+    rows: list[StatusRow]
+    files: list[dict[str, Any]]
+    warnings: list[str]
+    policy_path: str
+
+    @property
+    def ok(self) -> bool:
+        """True when every server is covered, nothing drifted and every file was read."""
+        return (all(r.covered and not r.drift for r in self.rows)
+                and all(f["status"] == "ok" for f in self.files))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` shape (keys pinned by tests)."""
+        return {"ok": self.ok, "policy": self.policy_path, "files": self.files,
+                "servers": [asdict(r) for r in self.rows], "warnings": self.warnings}
+
+
+def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
+                 meta: dict[str, Any]) -> dict[str, Any] | None:
+    if key is None or key not in declared:
+        return None
+    spec = declared[key] if isinstance(declared[key], dict) else {}
+    note = str(spec.get("note") or "")
+    source = meta.get("source")
+    if not source:
+        source = "shipped" if "shipped" in note else "drafted" if note.startswith("written by synartesis") else "user"
+    gated = 0
+    for rule in tools:
+        if not isinstance(rule, dict) or not str(rule.get("match", "")).startswith(f"{key}."):
+            continue
+        if rule.get("class") == "irreversible" and rule.get("gate", "always") == "always":
+            gated += 1
+    return {"source": source, "policy_id": meta.get("policy_id"), "provenance": spec.get("provenance"),
+            "checked": meta.get("checked"), "todo": gated,
+            "pins": len(spec.get("pins") or {}) if isinstance(spec.get("pins"), dict) else 0}
+
+
+def collect_status(env: Env, client: str | None = None, system_root: Path | None = None) -> StatusReport:
+    """Look at every config of the chosen clients and compare with the install record.
+
+    Raises:
+        UsageError: unknown client.
+        PolicyError: the user policy is not YAML.
+        SynartesisError: the install record is damaged.
+    """
+    import yaml
+
+    clients = select_clients(client)
+    state = load_state(env)
+    policy_path = synartesis_home(env) / POLICY_FILENAME
+    pbytes = fsops.read_bytes(policy_path)
+    ptext = pbytes.decode("utf-8", "replace") if pbytes is not None else None
+    declared = _policy_servers(ptext, policy_path)
+    try:
+        pdata = yaml.safe_load(ptext) if ptext else None
+    except yaml.YAMLError:
+        pdata = None
+    rules = pdata.get("tools", []) if isinstance(pdata, dict) and isinstance(pdata.get("tools"), list) else []
+    found = discover(env, clients)
+    warnings = list(found.notes)
+    rows: list[StatusRow] = []
+    files: list[dict[str, Any]] = []
+    seen_records: set[int] = set()
+
+    def pinfo(key: str | None) -> dict[str, Any] | None:
+        return _policy_info(key, declared, rules, state.policies.get(key or "", {}))
+
+    user_views = [f for f in found.files if f.location.scope != "project" and f.view is not None]
+    for f in found.files:
+        desc = f.descriptor
+        files.append({"client": desc.id, "file": str(f.location.path), "scope": f.location.scope,
+                      "status": "ok" if f.view is not None else "error", "message": f.error or ""})
+        if f.view is None:
+            continue
+        adapter = adapter_for(desc)
+        managed = load_managed(desc, env, system_root) if desc.managed else None
+        shadow_cover = f.location.scope == "project" and getattr(f.location.spec, "cover", "") == "shadow"
+        for entry in f.view.entries:
+            rec = state.find(str(f.target), list(entry.locator))
+            if rec is not None:
+                seen_records.add(id(rec))
+
+            def row(covered: bool, st: str, reason: str = "", key: str | None = None,
+                    drift: list[str] | None = None) -> None:
+                rows.append(StatusRow(desc.id, desc.display_name, str(f.location.path), entry.scope,
+                                      entry.name, covered, st, reason, entry.project, key, pinfo(key),
+                                      drift or []))
+
+            if entry.kind == "remote":
+                row(False, "remote", "remote server (url): not covered yet")
+                continue
+            if entry.kind == "invalid":
+                row(False, "invalid", entry.detail)
+                continue
+            if is_ours(entry.command, entry.args):
+                key = ours_server(entry.args)
+                drift: list[str] = []
+                cmd = entry.command or ""
+                runs = True
+                if os.path.isabs(cmd) and not (Path(cmd).is_file() and os.access(cmd, os.X_OK)):
+                    drift.append(f"the proxy {cmd} no longer exists: the client cannot start this server; "
+                                 "run `synartesis install` again")
+                    runs = False
+                if rec is not None:
+                    st = adapter.record_state(f.view, rec["record"])
+                    if st == "edited":
+                        drift.append("edited since install (still runs through synartesis; uninstall will leave it)")
+                else:
+                    drift.append("wrapped, but not in the install record (uninstall will not restore it)")
+                if key not in declared:
+                    drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
+                row(runs, "wrapped", "runs through synartesis", key, drift)
+                continue
+            # a stdio entry that is not ours
+            if shadow_cover:
+                holder = None
+                for u in user_views:
+                    projects = u.view.value.get("projects") if u.view is not None else None
+                    if u.descriptor.id == desc.id and isinstance(projects, dict) and entry.project in projects:
+                        holder = u
+                        break
+                local = None
+                if holder is not None and holder.view is not None:
+                    proj = holder.view.value["projects"].get(entry.project)
+                    servers = proj.get("mcpServers") if isinstance(proj, dict) else None
+                    local = servers.get(entry.name) if isinstance(servers, dict) else None
+                if isinstance(local, dict):
+                    lcmd, largs = local.get("command"), local.get("args", [])
+                    if isinstance(lcmd, str) and is_ours(lcmd, largs if isinstance(largs, list) else []):
+                        where = holder.location.path if holder is not None else "the user file"
+                        row(True, "shadowed", f"covered by its local-scope entry in {where}", ours_server(largs))
+                    else:
+                        row(True, "shadowed", "inactive: a local-scope entry of the same name wins (listed above)")
+                    continue
+                why = _claude_approval(holder.view.value if holder and holder.view else {}, entry.project or "", entry.name,
+                                       Path(entry.project or "."))
+                if why and why.startswith("disabled"):
+                    row(True, "disabled", why)
+                else:
+                    row(False, "not-wrapped", why or "project server not covered yet: run `synartesis install`")
+                continue
+            other = foreign_wrapper(entry.command, entry.args)
+            if rec is not None:
+                st = adapter.record_state(f.view, rec["record"])
+                if st == "original":
+                    row(False, "not-wrapped", "the client rewrote our entry back to the original since install",
+                        rec.get("policy_key"), ["reverted by the client; run `synartesis install` again"])
+                else:
+                    row(False, "not-wrapped", "edited since install and no longer wrapped; uninstall will leave it",
+                        rec.get("policy_key"), ["edited by the user"])
+                continue
+            if other:
+                row(False, "other-wrapper", f"wrapped by {other}")
+            elif managed is not None and managed.blocks(entry.name, entry.argv):
+                row(False, "blocked", managed.blocks(entry.name, entry.argv) or "")
+            elif _needs_shell(entry.command or ""):
+                row(False, "not-wrapped", "the command has spaces and is run through a shell; not wrapped")
+            elif f.location.scope == "project":
+                row(False, "not-wrapped", "project file meant to be shared: not edited "
+                                          "(install --include-project-files)")
+            else:
+                row(False, "not-wrapped", "not wrapped yet: run `synartesis install`")
+    # records whose entry is gone (the client dropped it, or the user deleted it)
+    chosen = {d.id for d in clients}
+    for rec in state.entries:
+        if id(rec) in seen_records or rec.get("client") not in chosen:
+            continue
+        desc = next(d for d in clients if d.id == rec.get("client"))
+        exists = Path(rec.get("file") or rec.get("target") or "").exists()
+        what = "local-scope entry" if rec.get("record", {}).get("op") == "shadow" else "entry"
+        reason = (f"the {what} synartesis wrote is gone (removed by the client or by you)" if exists
+                  else "the config file is gone")
+        rows.append(StatusRow(desc.id, desc.display_name, rec.get("file", ""), rec.get("scope", ""),
+                              rec.get("name", ""), False, "removed", reason, rec.get("project"),
+                              rec.get("policy_key"), pinfo(rec.get("policy_key")),
+                              ["removed since install; `synartesis install` forgets it"]))
+    return StatusReport(rows, files, warnings, str(policy_path))

@@ -1,0 +1,125 @@
+"""The install / uninstall commands as a user runs them (real subprocesses, temporary HOME)."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_install_flow import DESKTOP, fake_proxy, place
+
+CODEX = '# codex\n[mcp_servers.git]\ncommand = "uvx"\nargs = ["mcp-server-git", "--token", "ghp_abcdefghijklmnop"]\n'
+
+
+def run(tmp_path: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
+                          env=dict(os.environ), cwd=tmp_path, timeout=120, input=input)
+
+
+def test_without_a_terminal_and_without_yes_it_refuses(fake_home, tmp_path):
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    p = run(tmp_path, "install", "--no-start", "--proxy-path", fake_proxy(tmp_path), input="y\n")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "refusing to change client configs without confirmation" in p.stderr
+    assert cfg.read_text() == DESKTOP
+    assert not (fake_home / ".synartesis" / "backups").exists()
+
+
+def test_dry_run_shows_a_redacted_diff_and_writes_nothing(fake_home, tmp_path):
+    cfg = place(fake_home, "claude-desktop", DESKTOP.replace('"-y",', '"-y", "--api-key", "sk-live-1234567890abc",'))
+    codex = place(fake_home, "codex", CODEX)
+    before = cfg.read_bytes()
+    p = run(tmp_path, "install", "--dry-run", "--no-start", "--proxy-path", fake_proxy(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert f"--- {cfg} (now)" in p.stdout and f"+++ {codex} (after)" in p.stdout
+    assert '+      "command": "' + fake_proxy(tmp_path) + '",' in p.stdout
+    assert "sk-live-1234567890abc" not in p.stdout and "ghp_abcdefghijklmnop" not in p.stdout
+    assert "sk-secret-value" not in p.stdout
+    assert "dry run: nothing was written" in p.stdout
+    assert "Claude Desktop: quit Claude Desktop" in p.stdout and "Codex: restart Codex" in p.stdout
+    assert cfg.read_bytes() == before and codex.read_text() == CODEX
+    assert not (fake_home / ".synartesis").exists()
+
+
+def test_json_dry_run_has_a_stable_shape(fake_home, tmp_path):
+    place(fake_home, "claude-desktop", DESKTOP)
+    p = run(tmp_path, "install", "--dry-run", "--json", "--no-start", "--proxy-path", fake_proxy(tmp_path))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert set(doc) == {"proxy", "files", "policy", "start_errors", "forgotten", "warnings", "restart",
+                        "dry_run", "result", "diffs"}
+    (f,) = doc["files"]
+    assert f["status"] == "change" and {e["name"]: e["action"] for e in f["entries"]} == {"files": "wrap",
+                                                                                          "remote": "remote"}
+    assert doc["policy"]["servers"][0]["source"] == "shipped"
+
+
+def test_unknown_client_is_a_usage_error(fake_home, tmp_path):
+    p = run(tmp_path, "install", "--client", "vim", "--dry-run")
+    assert p.returncode == 2 and "unknown client 'vim'" in p.stderr
+
+
+def test_install_yes_then_uninstall_yes_round_trip_with_messages(fake_home, tmp_path):
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    codex = place(fake_home, "codex", CODEX)
+    p = run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"✓ {cfg}: written (backup " in p.stdout
+    assert "restart needed — Claude Desktop" in p.stdout and "restart needed — Codex" in p.stdout
+    assert "ghp_abcdefghijklmnop" not in p.stdout
+    p = run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path))
+    assert p.returncode == 0 and "Nothing to change" in p.stdout
+    p = run(tmp_path, "uninstall", "--dry-run")
+    assert p.returncode == 0 and "dry run: nothing was written" in p.stdout and "proxy" in cfg.read_text()
+    p = run(tmp_path, "uninstall", "--yes")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert cfg.read_text() == DESKTOP and codex.read_text() == CODEX
+
+
+def test_uninstall_from_backup_restores_a_whole_file(fake_home, tmp_path):
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path))
+    (backup,) = (fake_home / ".synartesis" / "backups").glob("*.bak")
+    p = run(tmp_path, "uninstall", "--from-backup", str(backup), "--yes")
+    assert p.returncode == 0, p.stderr
+    assert cfg.read_text() == DESKTOP
+    p = run(tmp_path, "uninstall", "--from-backup", str(tmp_path / "nope.bak"), "--yes")
+    assert p.returncode == 2 and "no such backup" in p.stderr
+
+
+@pytest.mark.skipif(sys.platform.startswith("win"), reason="pty")
+def test_confirmation_is_asked_on_a_terminal(fake_home, tmp_path):
+    import pty
+
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    pid, fd = pty.fork()
+    if pid == 0:  # child
+        os.chdir(tmp_path)
+        os.execv(sys.executable, [sys.executable, "-m", "synartesis", "install", "--no-start",
+                                  "--proxy-path", fake_proxy(tmp_path)])
+    out = b""
+    deadline = time.monotonic() + 60
+    answered = False
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.5)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if not answered and b"Write these changes?" in out:
+            os.write(fd, b"y")
+            answered = True
+    _, status = os.waitpid(pid, 0)
+    assert answered, out.decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0, out.decode("utf-8", "replace")
+    assert "proxy" in cfg.read_text()

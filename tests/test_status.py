@@ -1,0 +1,101 @@
+"""status: coverage per client × scope × server, policy, and drift."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_install_flow import fake_proxy, install, make_env, place
+from synartesis.services.status import collect_status
+
+CURSOR = '{\n  "mcpServers": {\n    "mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},\n    "odd": {"command": "my-server"}\n  }\n}\n'
+
+
+def rows(env, tmp_path):
+    report = collect_status(env, system_root=tmp_path / "system")
+    return report, {r.name: r for r in report.rows}
+
+
+def test_everything_covered_is_ok_and_shows_policy_source_and_provenance(fake_home, tmp_path):
+    place(fake_home, "cursor", CURSOR)
+    env = make_env(fake_home)
+    report, _ = rows(env, tmp_path)
+    assert not report.ok
+    install(env, tmp_path)
+    report, by = rows(env, tmp_path)
+    assert report.ok, report.rows
+    assert by["mem"].state == "wrapped" and by["mem"].covered
+    assert by["mem"].policy["source"] == "shipped" and by["mem"].policy["policy_id"] == "memory"
+    assert by["mem"].policy["provenance"] in ("live", "documented")
+    assert by["odd"].policy["source"] == "drafted" and by["odd"].policy["todo"] == 1
+    assert by["odd"].policy["pins"] == 0
+
+
+def test_user_edit_client_revert_and_removal_are_reported_as_drift(fake_home, tmp_path):
+    cfg = place(fake_home, "cursor", CURSOR.replace('"odd"', '"gone": {"command": "g"},\n    "odd"'))
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    data = json.loads(cfg.read_text())
+    data["mcpServers"]["mem"]["args"].append("--extra")                       # the user edits ours
+    data["mcpServers"]["odd"] = {"command": "my-server"}                       # the client reverts it
+    del data["mcpServers"]["gone"]                                             # the client drops it
+    cfg.write_text(json.dumps(data, indent=2))
+    report, by = rows(env, tmp_path)
+    assert not report.ok
+    assert by["mem"].covered and any("edited since install" in d for d in by["mem"].drift)
+    assert not by["odd"].covered and "rewrote our entry back" in by["odd"].reason
+    assert by["gone"].state == "removed" and not by["gone"].covered
+
+
+def test_missing_proxy_path_means_not_covered(fake_home, tmp_path):
+    place(fake_home, "cursor", CURSOR)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    Path(fake_proxy(tmp_path)).unlink()
+    report, by = rows(env, tmp_path)
+    assert not by["mem"].covered and "no longer exists" in by["mem"].drift[0]
+
+
+def test_missing_policy_server_is_drift(fake_home, tmp_path):
+    place(fake_home, "cursor", CURSOR)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    (fake_home / ".synartesis" / "synartesis.yaml").write_text("version: 1\nservers: {}\n")
+    _, by = rows(env, tmp_path)
+    assert any("every call is held" in d for d in by["mem"].drift)
+
+
+def test_project_servers_shadowed_or_uncovered(fake_home, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".mcp.json").write_text('{"mcpServers": {"db": {"command": "uvx", "args": ["x"]}, '
+                                    '"new": {"command": "uvx", "args": ["y"]}}}')
+    place(fake_home, "claude-code", json.dumps({"projects": {str(proj): {"enabledMcpjsonServers": ["db"]}}}))
+    env = make_env(fake_home)
+    install(env, tmp_path, client="claude-code")
+    report, _ = rows(env, tmp_path)
+    proj_rows = {r.name: r for r in report.rows if r.scope == "project"}
+    assert proj_rows["db"].state == "shadowed" and proj_rows["db"].covered
+    assert proj_rows["new"].state == "not-wrapped" and "not approved" in proj_rows["new"].reason
+    local = [r for r in report.rows if r.scope == "local"]
+    assert [(r.name, r.state) for r in local] == [("db", "wrapped")]
+
+
+def test_status_cli_json_keys_and_exit_codes(fake_home, tmp_path):
+    place(fake_home, "cursor", CURSOR)
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "synartesis", "status", "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert set(doc) == {"ok", "policy", "files", "servers", "warnings"}
+    assert set(doc["servers"][0]) == {"client", "client_name", "file", "scope", "name", "covered", "state", "reason",
+                                      "project", "policy_key", "policy", "drift"}
+    install(make_env(fake_home), tmp_path)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stdout
+    p = subprocess.run(cmd[:-1], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0 and "2 of 2 server entries covered" in p.stdout
