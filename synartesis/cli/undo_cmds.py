@@ -42,8 +42,9 @@ def undo_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (d
     if yes and not force:
         raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     policy = _policy(manifest)
+    from synartesis.services.launch_env import entry_env
     opts = UndoOptions(run=run, to=to, dry_run=dry_run, replan=replan, force=force, yes=yes,
-                       by=by or default_actor(), policy=policy)
+                       by=by or default_actor(), policy=policy, entry_env=entry_env)
     if replan and policy is None:
         raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
     with open_journal(manifest, journal) as j:
@@ -109,7 +110,8 @@ def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str
     """`show RUN --live`; returns the exit code (1 when anything drifted or is unreadable)."""
     policy = _policy(manifest)
     with open_journal(manifest, journal) as j:
-        report = asyncio.run(live_check(j, run, policy))
+        from synartesis.services.launch_env import entry_env
+        report = asyncio.run(live_check(j, run, policy, entry_env=entry_env))
     if as_json:
         print_json(report.as_json())
     else:

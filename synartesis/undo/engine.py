@@ -64,6 +64,7 @@ class UndoOptions:
     read_timeout: float = 30.0
     call_timeout: float = 60.0
     max_snapshot_bytes: int = 64 * 1024 * 1024
+    entry_env: Any = None  # reads a client entry's env (see launch.launch_specs)
 
 
 @dataclass
@@ -118,15 +119,16 @@ class UndoReport:
 class _Servers:
     """The servers an undo talks to, started on first use from the run's launch lines."""
 
-    def __init__(self, run: RunRow, policy: Policy | None) -> None:
+    def __init__(self, run: RunRow, policy: Policy | None, entry_env: Any = None) -> None:
         self.run = run
         self.policy = policy
+        self.entry_env = entry_env
         self.ups: dict[str, Upstream] = {}
         self.errors: dict[str, str] = {}
         self.warnings: list[str] = []
 
     async def start(self, names: set[str]) -> None:
-        specs, problems = launch_specs(names, self.run.servers, self.policy)
+        specs, problems = launch_specs(names, self.run.servers, self.policy, entry_env=self.entry_env)
         for p in problems:
             self.errors[p.split(":", 1)[0]] = p
         for spec in specs.values():
@@ -256,7 +258,7 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
             if ver:
                 needed.add(ver["server"])
 
-    servers = _Servers(run, opts.policy)
+    servers = _Servers(run, opts.policy, opts.entry_env)
     undo_id = None
     if not preview:
         undo_id = j.begin_undo(run.id, opts.by)
@@ -485,7 +487,8 @@ class LiveReport:
         return {"run": self.run, "items": [asdict(i) for i in self.items], "warnings": self.warnings}
 
 
-async def live_check(j: Journal, run_ref: str | None, policy: Policy | None, read_timeout: float = 30.0) -> LiveReport:
+async def live_check(j: Journal, run_ref: str | None, policy: Policy | None, read_timeout: float = 30.0,
+                     entry_env: Any = None) -> LiveReport:
     """Read every resource the run wrote, as it is now; say for each write whether it still
     matches what the run left. Sends no inverse, writes nothing, never stops early."""
     run = j.find_run(run_ref)
@@ -496,7 +499,7 @@ async def live_check(j: Journal, run_ref: str | None, policy: Policy | None, rea
         v = j.get_json(a.verify_ref)
         if v:
             needed.add(v["server"])
-    servers = _Servers(run, policy)
+    servers = _Servers(run, policy, entry_env)
     opts = UndoOptions(read_timeout=read_timeout)
     items: list[LiveItem] = []
     latest: dict[str, int] = {}

@@ -1,9 +1,10 @@
 """Starting the servers a run touched, from the launch line the proxy recorded (DESIGN §3).
 
 The command line, arguments and working directory come from the run (what the proxy actually
-started); the environment is this process's, plus the policy's ``servers.NAME.env``
-(``${VAR}`` expanded now, never stored expanded), plus the env of the client entry the server
-was installed from, when that entry can still be read. When the policy or the client entry now
+started); the environment is this process's, plus the env of the client entry the server was
+installed from (read now from the client's file, expanded as that client does), plus the
+policy's ``servers.NAME.env`` for keys the entry does not set (``${VAR}`` expanded now, never
+stored expanded). When the policy or the client entry now
 describes a different launch line, a warning says so: inverses must go to the same place the
 writes went.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from synartesis.policy.model import Policy
 
@@ -37,27 +38,29 @@ class LaunchSpec:
     warnings: list[str] = field(default_factory=list)
 
 
-def _entry_env(origin: dict | None) -> dict[str, str] | None:
+EntryEnv = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
+
+
+def _entry_env(origin: dict | None, reader: EntryEnv | None) -> dict[str, str] | None:
     """The env of the client entry a server was installed from (None when unavailable)."""
-    if not origin:
+    if not origin or reader is None:
         return None
     try:
-        from synartesis.services import launch_env  # provided by the install service when present
-    except ImportError:
-        return None
-    try:
-        return launch_env.entry_env(origin)
+        return reader(origin)
     except Exception:  # a client config that no longer parses must not stop an undo
         return None
 
 
 def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy | None,
-                 environ: Mapping[str, str] | None = None) -> tuple[dict[str, LaunchSpec], list[str]]:
+                 environ: Mapping[str, str] | None = None,
+                 entry_env: EntryEnv | None = None) -> tuple[dict[str, LaunchSpec], list[str]]:
     """How to start each server in ``servers``.
 
     Args:
         recorded: the run's ``servers`` ({name: {command, args, cwd}}) written by the proxy.
         policy: the current policy (for env and to warn about a changed launch line).
+        entry_env: reads a client entry's env from ``servers.NAME.origin`` (the CLI passes
+            :func:`synartesis.services.launch_env.entry_env`).
     Returns:
         ({name: LaunchSpec}, problems) where problems name servers that cannot be started.
     """
@@ -80,11 +83,14 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
             problems.append(f"{name}: no launch line was recorded and the policy has no command for it")
             continue
         env = dict(environ)
-        entry = _entry_env(pspec.origin if pspec else None)
-        if entry:
-            env.update({k: expand_env(v, environ) for k, v in entry.items()})
+        entry = _entry_env(pspec.origin if pspec else None, entry_env) or {}
+        env.update(entry)  # the client entry's env, expanded as that client does: it wins
         if pspec is not None:
-            env.update({k: expand_env(v, environ) for k, v in pspec.env.items()})
+            for k, v in pspec.env.items():
+                if k not in entry:
+                    value = expand_env(v, env)
+                    if value or k not in env:
+                        env[k] = value
         if cwd and not os.path.isdir(cwd):
             warnings.append(f"{name}: the recorded working directory {cwd} is gone; using the current one")
             cwd = None

@@ -1,0 +1,63 @@
+"""The environment a client gives a server, read from the client entry it was installed from.
+
+Undo, ``show --live``, ``check`` and ``pin`` start servers themselves; a server configured with
+``env`` in a client config (an API key, ``MEMORY_FILE_PATH``) needs that same environment to
+open the same data. Values are read at launch time from the client's file, expanded the way
+that client expands them, and never stored anywhere (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from synartesis.clients.descriptor import get_descriptor
+from synartesis.clients.discover import read_location
+from synartesis.clients.entries import entry_env as _client_env
+from synartesis.clients.locations import ConfigLocation, project_locations, user_locations
+from synartesis.paths import Env
+
+__all__ = ["entry_env"]
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
+
+
+def entry_env(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, str] | None:
+    """The ``env`` of the client entry ``origin`` names (``{client, file, scope, entry, project?}``),
+    expanded as that client would; only the entry's own keys, not the whole environment.
+
+    Returns None when the client, file or entry cannot be found or parsed.
+    """
+    env = env or Env.current()
+    try:
+        desc = get_descriptor(str(origin.get("client")))
+    except Exception:
+        return None
+    path = Path(str(origin.get("file", "")))
+    locations: list[ConfigLocation] = list(user_locations(desc, env)[0])
+    project = origin.get("project")
+    if project:
+        locations += project_locations(desc, env, [(str(project), Path(str(project)))])
+    for loc in locations:
+        if not _same(loc.path, path):
+            continue
+        found = read_location(desc, loc)
+        if found.view is None:
+            return None
+        for entry in found.view.entries:
+            if entry.name == origin.get("entry") and (not project or entry.project in (project, None)):
+                full = _client_env(entry.value, desc.expansion, env.environ, str(env.home))
+                raw = entry.value.get("env") if isinstance(entry.value, dict) else None
+                if not isinstance(raw, dict):
+                    return {}
+                return {k: full[k] for k in raw if k in full}
+    return None
+
+
+del os
