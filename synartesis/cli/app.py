@@ -37,7 +37,23 @@ COMMAND_MODULES = (
 )
 
 
-def _load_commands() -> None:
+# Which module defines each command: a command line imports only its own module, so
+# `synartesis install` does not pay for the undo engine, the TUI or the policy tools.
+COMMAND_INDEX = {
+    "list": "journal_cmds", "show": "journal_cmds", "gates": "journal_cmds", "approve": "journal_cmds",
+    "deny": "journal_cmds", "close": "journal_cmds", "audit": "journal_cmds", "watch": "journal_cmds",
+    "undo": "undo_cmds", "prune": "undo_cmds",
+    "install": "install_cmds", "status": "install_cmds", "uninstall": "install_cmds",
+    "init": "policy_cmds", "check": "policy_cmds", "pin": "policy_cmds",
+    "demo": "demo_cmds",
+}
+
+
+def _load_commands(argv: list[str] | None = None) -> None:
+    first = next((a for a in argv or [] if not a.startswith("-")), None)
+    if first in COMMAND_INDEX and not any(a in ("-h", "--help") for a in (argv or [])[:1]):
+        importlib.import_module(f"synartesis.cli.{COMMAND_INDEX[first]}")
+        return
     for name in COMMAND_MODULES:
         try:
             importlib.import_module(name)
@@ -59,7 +75,7 @@ app.command(
 
 def run(argv: list[str]) -> int:
     """Run the CLI on ``argv``; return the exit code (0 ok, 1 refused/halted, 2 usage)."""
-    _load_commands()
+    _load_commands(argv)
     try:
         # standalone mode: typer/click print usage errors and exit 2, and honour typer.Exit
         app(args=argv, prog_name="synartesis", standalone_mode=True)

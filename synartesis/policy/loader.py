@@ -264,8 +264,8 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
     if "." not in match:
         raise loc.error(path + ("match",), f"{match} must be qualified as server.tool")
     server_part = match.split(".", 1)[0]
-    rx = pattern_regex(server_part)
-    if not any(rx.fullmatch(s) for s in servers):
+    if server_part not in servers and ("*" not in server_part
+                                       or not any(pattern_regex(server_part).fullmatch(s) for s in servers)):
         raise loc.error(path + ("match",), f"{match} names server {server_part}, which is not declared")
     when = raw.get("when")
     if when is not None:
@@ -317,7 +317,7 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
                     raise loc.error(where, "this inverse reads $snapshot, so a snapshot must be declared")
     del uses_snapshot
     return Rule(match=match, cls=cls, gate=gate, snapshot=snapshot, inverse=inverse, verify=verify,
-                when=when, sql_arg=sql_arg, note=note, index=i, _regex=pattern_regex(match))
+                when=when, sql_arg=sql_arg, note=note, index=i)
 
 
 def _refs(loc: _Located, template: Any, path: tuple) -> list[tuple[str, str, tuple]]:

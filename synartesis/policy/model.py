@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED"]
 
+@functools.lru_cache(maxsize=4096)
 def pattern_regex(pattern: str) -> re.Pattern:
     """Compile a match pattern: ``*`` is any run of characters other than ``.``; the rest is
     literal; the pattern is anchored to the whole name (reference-spec §2.8)."""
@@ -61,11 +63,10 @@ class Rule:
     note: str | None = None
     index: int = -1
     matched: bool = True
-    _regex: re.Pattern | None = field(default=None, compare=False, repr=False)
 
     def applies(self, qualified: str, args: Any) -> bool:
         """True when this rule's pattern matches ``server.tool`` and its ``when`` holds."""
-        if self._regex is None or not self._regex.fullmatch(qualified):
+        if not pattern_regex(self.match).fullmatch(qualified):
             return False
         if self.when:
             if not isinstance(args, dict):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -738,11 +739,17 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
             ``servers``/``tools`` of the wrong type), a NAME is declared by the user (not by
             synartesis), or the result does not validate (FILE:LINE:COL).
     """
+    new_file = not existing or not existing.strip()
+    if new_file:
+        # A new file has no comments to keep: render it directly (a round-trip dump of a
+        # hundred servers costs about a second, the whole budget of `install`).
+        text = _render_new(plans)
+        _validate(text, filename)
+        return text
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.error import YAMLError as RYAMLError
 
     y = _ruamel()
-    new_file = not existing or not existing.strip()
     prefix = ""
     if new_file:
         doc = CommentedMap()
@@ -794,6 +801,7 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
     servers: CommentedMap = doc["servers"]
     tools: CommentedSeq = doc["tools"]
     indent_servers = map_indent if not new_file else 2
+    existing_ids = {_rule_identity(r): i for i, r in enumerate(tools) if hasattr(r, "get")}
     for plan in plans:
         if plan.name in servers and not _ours(servers[plan.name]):
             raise PolicyError(f"{plan.name} is already declared in {filename} by you (its note does "
@@ -810,7 +818,6 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
             if plan.comments:
                 servers.yaml_set_comment_before_after_key(plan.name, before=_comment_text(plan.comments),
                                                           indent=indent_servers)
-        existing_ids = {_rule_identity(r): i for i, r in enumerate(tools) if hasattr(r, "get")}
         first_new = True
         for j, rule in enumerate(plan.rules):
             ident = _rule_identity(rule)
@@ -824,6 +831,7 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
                     tools[idx] = _to_node(rule)
                 continue  # the user's rule wins
             tools.append(_to_node(rule))
+            existing_ids[ident] = len(tools) - 1
             lines = list(comments)
             if first_new:
                 lines = [f"--- {plan.name}: {'shipped ' + plan.policy_id + ' policy' if plan.source == 'shipped' else 'drafted'}"
@@ -843,6 +851,48 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
     _validate(text, filename)
     return text
+
+
+NEW_FILE_HEADER = (
+    "synartesis policy: what each MCP tool call is, and how to undo it.\n"
+    "Written by synartesis; edit freely (comments and your rules are kept when it adds\n"
+    "servers). Reference: the policy language in the synartesis README; check it with\n"
+    "`synartesis check`. A tool no rule matches is irreversible and held for approval.")
+
+
+def _yaml_value(value: Any) -> str:
+    """A value as YAML flow text (JSON is valid YAML); U+FFFD spelled as its escape."""
+    return json.dumps(value, ensure_ascii=False).replace("\ufffd", "\\ufffd")
+
+
+def _render_new(plans: list[ServerPolicyPlan]) -> str:
+    """The text of a new policy file holding ``plans`` (block style, one key per line)."""
+    out = [f"# {line}".rstrip() for line in NEW_FILE_HEADER.splitlines()]
+    out += ["version: 1", "servers:"]
+    for plan in plans:
+        out += [f"  # {line}".rstrip() for line in plan.comments]
+        name = plan.name if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]*", plan.name) else _yaml_value(plan.name)
+        out.append(f"  {name}:")
+        for key, value in plan.server.items():
+            out.append(f"    {key}: {_yaml_value(value)}")
+    out.append("tools:")
+    seen: set[tuple[str, str]] = set()
+    for plan in plans:
+        first = True
+        for j, rule in enumerate(plan.rules):
+            ident = _rule_identity(rule)
+            if ident in seen:
+                continue
+            seen.add(ident)
+            lines = list(plan.rule_comments[j]) if j < len(plan.rule_comments) else []
+            if first:
+                kind = f"shipped {plan.policy_id} policy" if plan.source == "shipped" else "drafted"
+                lines = [f"--- {plan.name}: {kind} (added by synartesis) ---"] + lines
+                first = False
+            out += [f"  # {line}".rstrip() for line in lines]
+            for n, (key, value) in enumerate(rule.items()):
+                out.append(f"  {'-' if n == 0 else ' '} {key}: {_yaml_value(value)}")
+    return "\n".join(out) + "\n"
 
 
 def _guess_layout(text: str) -> tuple[int, int]:
