@@ -218,7 +218,11 @@ class Journal:
         except sqlite3.DatabaseError as exc:
             raise JournalError(_open_message(p, exc)) from None
         j = cls(p, conn)
-        j._migrate()
+        try:
+            j._migrate()
+        except BaseException:
+            conn.close()
+            raise
         return j
 
     def _migrate(self) -> None:

@@ -1,0 +1,76 @@
+"""`synartesis` with no command: the full-screen console on a terminal, one plain frame otherwise.
+
+Registered as the typer group's callback (``invoke_without_command``), so ``synartesis --help``
+and every subcommand keep working; the callback does nothing when a subcommand follows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from synartesis.cli.app import app
+from synartesis.cli.common import JournalOpt, ManifestOpt
+from synartesis.errors import NoJournalError, UsageError
+from synartesis.services.context import default_actor, open_journal, where
+from synartesis.services.runs import action_view
+
+__all__ = ["console_callback", "plain_console", "wants_terminal"]
+
+
+def wants_terminal() -> bool:
+    """True when a full-screen console can run: stdin and stdout are terminals and TERM is
+    not ``dumb``."""
+    try:
+        tty = sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return tty and os.environ.get("TERM", "") != "dumb"
+
+
+def plain_console(manifest: Optional[str], journal: Optional[str]) -> str:
+    """The one frame printed when stdout is not a terminal: runs (newest first) and every
+    held call with its reason and arguments. Never creates a journal.
+
+    Raises:
+        JournalError: the journal exists but cannot be read.
+    """
+    from synartesis.proxy.payload import cli_command
+    from synartesis.tui.render import plain_frame
+
+    path = where(manifest, journal).journal
+    try:
+        j = open_journal(manifest, journal)
+    except NoJournalError:
+        return plain_frame(path, None, [], cli=cli_command())
+    with j:
+        runs = j.list_runs()
+        held = [action_view(j, a) for a in j.list_gated()]
+    return plain_frame(path, runs, held, cli=cli_command())
+
+
+@app.callback(invoke_without_command=True,
+              epilog="With no command, synartesis opens the console: runs, held calls, clients and undo on one screen "
+                     "(piped: one plain frame of runs and held calls).")
+def console_callback(ctx: typer.Context,
+                     manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+                     by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes from the console (default: the OS user).")) -> None:
+    """With no command: the console (runs, held calls, clients, undo) on a terminal, one plain frame when piped."""
+    if ctx.invoked_subcommand is not None:
+        given = [name for name, value in (("--manifest", manifest), ("--journal", journal), ("--by", by))
+                 if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} goes after the command: synartesis {ctx.invoked_subcommand} {given[0]} …")
+        return
+    if not wants_terminal():
+        sys.stdout.write(plain_console(manifest, journal))
+        raise typer.Exit(0)
+    from synartesis.tui.app import ConsoleApp
+
+    loc = where(manifest, journal)
+    console = ConsoleApp(loc.journal, loc.policy, by or default_actor())
+    console.run()
+    raise typer.Exit(console.return_code or 0)
