@@ -30,6 +30,25 @@ tools:
     inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
 """
 
+# The filesystem server's reversible writes (the shipped policy has more; tests keep theirs small).
+FS_POLICY = """version: 1
+servers:
+  files: {}
+tools:
+  - match: "files.read_*"
+    class: readonly
+  - match: "files.list_*"
+    class: readonly
+  - match: "files.write_file"
+    class: reversible
+    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\ufffd"]}
+    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
+  - match: "files.edit_file"
+    class: reversible
+    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\ufffd"]}
+    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
+"""
+
 
 def synartesis_argv(*args: str) -> list[str]:
     """argv that runs this checkout's CLI."""

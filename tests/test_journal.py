@@ -87,7 +87,7 @@ def test_audit_finds_edits_deletions_and_truncation(tmp_path):
     j.conn.execute("UPDATE actions SET status = 'pending' WHERE id = ?", (ids[1],))
     assert j.audit(run).ok
     j.conn.execute("DELETE FROM actions WHERE id = ?", (ids[2],))
-    assert any("missing" in p for p in j.audit(run).problems)
+    assert any("removed afterwards" in p for p in j.audit(run).problems)
     j2 = _journal(tmp_path / "b")
     run2 = j2.begin_run("t", {})
     for n in range(3):

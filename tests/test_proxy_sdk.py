@@ -7,21 +7,7 @@ import asyncio
 import os
 import subprocess
 
-from helpers import open_journal, proxy_argv, sdk_session, text_of
-
-FS_POLICY = """version: 1
-servers:
-  files: {}
-tools:
-  - match: "files.read_*"
-    class: readonly
-  - match: "files.list_*"
-    class: readonly
-  - match: "files.write_file"
-    class: reversible
-    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"]}
-    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
-"""
+from helpers import FS_POLICY, open_journal, proxy_argv, sdk_session, text_of
 
 MEMORY_POLICY = """version: 1
 servers:

@@ -6,23 +6,8 @@ import asyncio
 import json
 import os
 
-from helpers import cli, open_journal, proxy_argv, sdk_session, text_of
+from helpers import FS_POLICY, cli, open_journal, proxy_argv, sdk_session, text_of
 
-FS_POLICY = """version: 1
-servers:
-  files: {}
-tools:
-  - match: "files.read_*"
-    class: readonly
-  - match: "files.write_file"
-    class: reversible
-    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\ufffd"]}
-    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
-  - match: "files.edit_file"
-    class: reversible
-    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\ufffd"]}
-    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
-"""
 
 
 def _fs(tmp_path, fs_server):

@@ -42,6 +42,7 @@ ACTION_STATUSES = ("pending", "unknown", "gated", "approved", "denied", "applied
                    "rolling_back", "rolled_back", "unrecoverable")
 APPROVAL_TTL_S = 3600
 _BLOB_MIN = 1024
+_INLINE_MAX = 2048
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 
@@ -178,12 +179,29 @@ def _action(row: tuple) -> ActionRow:
     return ActionRow(*row)
 
 
+def row_values(a: "ActionRow") -> tuple:
+    """An ActionRow as the tuple of its columns (the order of ``_ACTION_COLS``)."""
+    return (a.id, a.run_id, a.seq, a.server, a.tool, a.cls, a.rule, a.call_key, a.args_ref, a.prior,
+            a.snapshot_ref, a.result_ref, a.inverse_ref, a.verify_ref, a.post_ref, a.status, a.note,
+            a.decided_by, a.decided_at, a.decision_note, a.used_by, a.idempotency_key, a.created_at,
+            a.updated_at)
+
+
 class Journal:
     """A connection to one journal file. Not thread-safe; one per thread/process."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
         self.path = path
         self.conn = conn
+        self._seq_sources: dict[str, Any] = {}
+
+    def own_run(self, run_id: str, next_seq: Any) -> None:
+        """Let the process that owns ``run_id`` (its proxy) number its actions itself.
+
+        The proxy numbers a call when it handles it, so a read journalled later by the reader
+        thread keeps its place in the run's order; only that proxy inserts into its run.
+        """
+        self._seq_sources[run_id] = next_seq
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -335,8 +353,14 @@ class Journal:
         return value
 
     def put_json(self, value: Any) -> str:
-        """Store a JSON value (deduplicated, compressed); return its ref. Call inside a tx."""
+        """Store a JSON value; return its ref. Call inside a tx.
+
+        Large strings inside it become blobs (deduplicated, compressed); what remains is kept
+        inline in the ref (``=`` + JSON) when small, else stored as a blob too.
+        """
         skeleton = json.dumps(self._split(value), ensure_ascii=False, separators=(",", ":"))
+        if len(skeleton) <= _INLINE_MAX:
+            return "=" + skeleton
         return self._put_blob(skeleton.encode("utf-8", "surrogatepass"))
 
     def get_json(self, ref: str | None) -> Any:
@@ -344,6 +368,8 @@ class Journal:
         if ref is None:
             return None
         with self._guard("read"):
+            if ref.startswith("="):
+                return self._join(json.loads(ref[1:]))
             return self._join(json.loads(self._get_blob(ref).decode("utf-8", "surrogatepass")))
 
     # -- events --------------------------------------------------------------------------
@@ -454,24 +480,47 @@ class Journal:
     # -- actions: recording ----------------------------------------------------------------
     def _insert_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                        args: Any, status: str, note: str | None, decided_by: str | None = None,
-                       decided_at: str | None = None) -> ActionRow:
-        seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?",
-                                (run_id,)).fetchone()[0]
+                       decided_at: str | None = None, *, prior: str | None = None, snapshot: Any = None,
+                       verify: Any = None, result: Any = None, fetch: bool = True,
+                       seq: int | None = None) -> ActionRow | None:
+        if seq is None:
+            source = self._seq_sources.get(run_id)
+            seq = source() if source is not None else self.conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,)).fetchone()[0]
         aid = str(uuid.uuid4())
         ts = now_iso()
-        self.conn.execute(
-            "INSERT INTO actions (id, run_id, seq, server, tool, class, rule, call_key, args_ref, status, note, "
-            "decided_by, decided_at, idempotency_key, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (aid, run_id, seq, server, tool, cls, rule, call_key(server, tool, args), self.put_json(args),
-             status, note, decided_by, decided_at, f"{run_id}:{seq}", ts, ts))
-        self._action_event(aid, "action.record")
-        return self._get_action(aid)
+        row = ActionRow(
+            id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule,
+            call_key=call_key(server, tool, args), args_ref=self.put_json(args), prior=prior,
+            snapshot_ref=self.put_json(snapshot) if prior == "captured" else None,
+            result_ref=self.put_json(result) if result is not None else None, inverse_ref=None,
+            verify_ref=self.put_json(verify) if verify is not None else None, post_ref=None,
+            status=status, note=note, decided_by=decided_by, decided_at=decided_at, decision_note=None,
+            used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts)
+        self.conn.execute(f"INSERT INTO actions ({_ACTION_COLS}) VALUES ({','.join('?' * 24)})", row_values(row))
+        self._event(run_id, "action.record", _action_state(row), action_id=aid)
+        return row if fetch else None
 
     def record_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
-                      args: Any, status: str = "pending", note: str | None = None) -> ActionRow:
-        """Insert an action with the next seq of its run (``BEGIN IMMEDIATE``)."""
+                      args: Any, status: str = "pending", note: str | None = None, *,
+                      prior: str | None = None, snapshot: Any = None, verify: Any = None) -> ActionRow:
+        """Insert an action with the next seq of its run (``BEGIN IMMEDIATE``).
+
+        ``prior``/``snapshot``/``verify``: the pre-read, stored in the same transaction, so a
+        write's row and the state it will replace are committed together before it is sent.
+        """
         with self._guard("record action"), self._tx():
-            return self._insert_action(run_id, server, tool, cls, rule, args, status, note)
+            return self._insert_action(run_id, server, tool, cls, rule, args, status, note,
+                                       prior=prior, snapshot=snapshot, verify=verify)
+
+    def record_reads(self, items: list[dict]) -> None:
+        """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
+        status, note, result}`` (``result`` already capped). Used by the proxy's reader thread."""
+        with self._guard("record reads"), self._tx():
+            for it in items:
+                self._insert_action(it["run"], it["server"], it["tool"], "readonly", it.get("rule"), it["args"],
+                                    it["status"], it.get("note"), result=it.get("result"), fetch=False,
+                                    seq=it.get("seq"))
 
     def hold(self, run_id: str, server: str, tool: str, cls: str, rule: str | None, args: Any,
              reason: str, action_id: str | None = None) -> tuple[ActionRow, bool]:
@@ -751,10 +800,12 @@ class Journal:
                 problems.append(f"action {a.seq} ({a.qualified}) has no recorded history: inserted outside synartesis")
             elif last_state[aid] != _action_state(a):
                 problems.append(f"action {a.seq} ({a.qualified}) differs from what was recorded: edited afterwards")
-        seqs = sorted(a.seq for a in actions.values())
-        if seqs and seqs != list(range(1, len(seqs) + 1)):
-            missing = sorted(set(range(1, seqs[-1] + 1)) - set(seqs))
-            problems.append(f"actions {missing} of this run are missing: removed afterwards")
+        for aid, state in last_state.items():
+            if aid not in actions:
+                problems.append(f"action {state.get('seq')} ({state.get('server')}.{state.get('tool')}) was "
+                                "recorded but its row is gone: removed afterwards")
+        # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
+        # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
         return AuditResult(run_id, not problems, len(events), problems)
 
     def prunable(self, run: RunRow) -> str | None:
@@ -796,10 +847,10 @@ class Journal:
             if ref:
                 live.add(ref)
         stack = list(live)
-        while stack:  # skeletons point at string blobs
+        while stack:  # skeletons (inline or blobs) point at string blobs
             ref = stack.pop()
             try:
-                skeleton = json.loads(self._get_blob(ref))
+                skeleton = json.loads(ref[1:] if ref.startswith("=") else self._get_blob(ref))
             except (ValueError, JournalError, UnicodeDecodeError):
                 continue
             for inner in _blob_refs(skeleton):

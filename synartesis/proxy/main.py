@@ -127,6 +127,42 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         return _fail(f"bad option value: {exc}", 2)
 
+    popen = None
+    if command and opts.get("server") and "." not in opts["server"] and "__" not in opts["server"]:
+        # Early spawn: start the server now, so its start-up overlaps ours (loading the policy,
+        # opening the journal, importing asyncio). It reads nothing until we relay the
+        # client's first frame; if the policy turns out malformed it is stopped unheard.
+        from synartesis.errors import UpstreamError
+        from synartesis.proxy.spawn import popen_server
+        try:
+            popen = popen_server(command[0], command[1:], capture_stderr=False)
+        except UpstreamError as exc:
+            return _fail(str(exc), 1)
+    code = _run(opts, command, popen, call_timeout, read_timeout, cap)
+    if popen is not None and popen.poll() is None:
+        _stop(popen)
+    return code
+
+
+def _stop(popen) -> None:
+    """Stop an early-spawned server that will never be relayed to (start-up failed)."""
+    import signal
+    import subprocess
+    try:
+        if os.name == "posix":
+            os.killpg(popen.pid, signal.SIGTERM)
+        else:  # pragma: no cover
+            popen.kill()
+        popen.wait(2)
+    except (OSError, subprocess.TimeoutExpired):
+        try:
+            popen.kill()
+        except OSError:
+            pass
+
+
+def _run(opts, command, popen, call_timeout, read_timeout, cap) -> int:
+    from synartesis import log as logmod
     from synartesis.errors import JournalError, PolicyError
     from synartesis.journal import Journal
     from synartesis.paths import Env, locate_journal, locate_policy
@@ -174,15 +210,14 @@ def main(argv: list[str]) -> int:
         return _fail(str(exc), 1)
 
     from synartesis.proxy.relay import Proxy, ProxyOptions
-    env_extra = {}
-    if policy is not None and server in policy.servers and policy.servers[server].env:
+    if popen is None and policy is not None and server in policy.servers and policy.servers[server].env:
+        # the policy form starts the server itself: its env references are expanded now
         from synartesis.undo.launch import expand_env
-        env_extra = {k: expand_env(v, os.environ) for k, v in policy.servers[server].env.items()
-                     if k not in os.environ}
-        os.environ.update(env_extra)  # the child inherits our environment; the client's env wins
+        os.environ.update({k: expand_env(v, os.environ) for k, v in policy.servers[server].env.items()
+                           if k not in os.environ})
     proxy = Proxy(server, command[0], command[1:], policy, journal,
                   ProxyOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap),
-                  policy_note=note)
+                  policy_note=note, popen=popen)
     try:
         return asyncio.run(proxy.run())
     except Exception as exc:  # UpstreamError from spawn, etc.

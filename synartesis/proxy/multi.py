@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 from typing import Any
 
 from synartesis import __version__
@@ -59,12 +60,8 @@ class MultiProxy(Proxy):
                 return name, exposed[len(prefix):]
         raise RouteError(f"no configured server provides tool {exposed}")
 
-    def ensure_run(self) -> str:
-        if self.run_id is None:
-            self.run_id = self.journal.begin_run(self.client_name, {
-                n: {"command": s.command, "args": s.args, "cwd": s.cwd} for n, s in self.launches.items()})
-            log("info", "run started", run=self.run_id, servers=list(self.launches), client=self.client_name)
-        return self.run_id
+    def launch_lines(self) -> dict:
+        return {n: {"command": s.command, "args": s.args, "cwd": s.cwd or os.getcwd()} for n, s in self.launches.items()}
 
     async def forward_to_child(self, ctx: CallContext) -> asyncio.Future | None:
         params = ctx.msg.get("params") or {}
@@ -276,7 +273,7 @@ class MultiProxy(Proxy):
             pass
 
     # -- servers → client ----------------------------------------------------------------
-    async def on_child_line(self, server: str, line: bytes, msg: Any) -> None:
+    def on_child_line(self, server: str, line: bytes, msg: Any) -> None:
         assert self.wire is not None
         if not isinstance(msg, dict):
             return
@@ -311,23 +308,10 @@ class MultiProxy(Proxy):
             drain = asyncio.ensure_future(self._lane.join())
             await asyncio.wait({drain, *any_child}, return_when=asyncio.FIRST_COMPLETED)
             drain.cancel()
-        self._lane.put_nowait(None)
-        codes = await asyncio.gather(*(c.close(grace=self.options.grace) for c in self.children.values()))
-        if self._background:
-            await asyncio.wait(set(self._background), timeout=5.0)
-        for ctx in list(self._inflight.values()):
-            if ctx.response is not None and not ctx.response.done():
-                ctx.response.set_exception(RequestFailed("the server exited before answering", "closed"))
-        try:
-            await asyncio.wait_for(asyncio.gather(lane, return_exceptions=True), 5.0)
-        except asyncio.TimeoutError:
-            lane.cancel()
         client_done.cancel()
         for t in any_child:
             t.cancel()
-        if self.run_id is not None:
-            self.journal.end_run(self.run_id)
-        await self.wire.close()
+        codes = await self._shutdown(lane, [c.close(grace=self.options.grace) for c in self.children.values()])
         return max((c if c >= 0 else 128 - c) for c in codes) if codes else 0
 
 

@@ -126,22 +126,23 @@ def _uses_snapshot(rule: Rule) -> bool:
     return any(ns == "snapshot" for call in rule.inverse for _, ns in references(call.args))
 
 
-READ_RESULT_CAP = 64 * 1024
+READ_RESULT_WHOLE = 1024
 
 
 def cap_result(result: Any) -> Any:
-    """A read's result as journalled: whole up to 64 KiB, else its size, hash and a preview.
+    """A read's result as journalled: whole up to 1 KiB, else its size, SHA-256 and a preview.
 
-    Undo never needs what a read returned, and reads can be tens of megabytes (PROXY.md §2.8);
-    writes keep their whole result because ``--replan`` resolves ``$result`` from it.
+    Undo never needs what a read returned, reads can be tens of megabytes (PROXY.md §2.8), and
+    journalling them whole costs every read a compression and a payload write; writes keep
+    their whole result because ``--replan`` resolves ``$result`` from it.
     """
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= READ_RESULT_CAP:
+    if len(text) <= READ_RESULT_WHOLE:
         return result
     import hashlib
-    return {"synartesisTruncated": True, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "preview": text[:4096]}
+    data = text.encode("utf-8", "surrogatepass")
+    return {"synartesisDigest": True, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "preview": text[:512]}
 
 
 def tool_result(text: str, modern: bool) -> dict:
@@ -189,50 +190,50 @@ async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
         # server works, so journalling adds nothing to its latency
         if action is None and rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
             fut = await proxy.forward_to_child(ctx)
-            action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
-            ctx.action_id = action.id
+            read = {"run": run_id, "server": server, "tool": tool, "rule": rule.match if rule.matched else None,
+                    "args": args, "seq": proxy.next_seq()}
             if fut is None:
-                j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
+                proxy.record_read({**read, "status": "failed", "note": f"{server} is not running, so the call was never sent"})
                 await proxy.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
                 return
-            task = asyncio.ensure_future(_settle(proxy, ctx, fut, action.id, rule, args, None, None))
-            proxy.track(task)
+            proxy.track(asyncio.ensure_future(_settle_read(proxy, fut, read)))
             return
-        # 4. record
-        if action is None:
-            action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
-        ctx.action_id = action.id
         approved = wants_gate
-
-        # 5. snapshot
+        rule_name = rule.match if rule.matched else None
+        # 5. snapshot (taken before the row is written, so both land in one transaction; a
+        # write is recorded, with the state it will replace, before it is sent)
         snapshot_out: ReadOutcome | None = None
         read: dict | None = None
         if rule.snapshot is not None:
             try:
                 read = resolve_call(rule.snapshot, {"args": args})
             except RefError as exc:
-                return await _refuse_failed(proxy, ctx, action.id, qualified,
-                                            f"its pre-read could not be built from the arguments: {exc}")
-            snapshot_out = await proxy.read(read)
+                read, snapshot_out = None, ReadOutcome("failed", reason=f"its pre-read could not be built from the arguments: {exc}")
+            else:
+                snapshot_out = await proxy.read(read)
             if snapshot_out.kind == "failed":
+                if action is None:
+                    action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
+                ctx.action_id = action.id
                 return await _refuse_failed(proxy, ctx, action.id, qualified, snapshot_out.reason)
-            j.set_prior(action.id, "captured" if snapshot_out.kind == "present" else "absent",
-                        snapshot_out.payload if snapshot_out.kind == "present" else None,
-                        {k: v for k, v in read.items() if k != "refuse_when"})
-            if snapshot_out.kind == "absent" and _uses_snapshot(rule) and not approved:
+            prior = "captured" if snapshot_out.kind == "present" else "absent"
+            verify = {k: v for k, v in read.items() if k != "refuse_when"}
+            if prior == "absent" and _uses_snapshot(rule) and not approved:
+                # nothing to restore: held like an irreversible call (the waiting row is reused)
                 reason = ("nothing was captured to restore, so this cannot be undone — the read said: "
                           f"{snapshot_out.reason}")
-                carried = j.take_approval(run_id, server, tool, rule.cls, rule.match, args, action_id=action.id)
-                if carried is None:
-                    denial = j.find_denial(server, tool, args)
-                    if denial is not None:
-                        j.mark_failed(action.id, f"denied by {denial.decided_by} as action {denial.id[:8]}")
-                        await proxy.reply_error_result(ctx, _denied_text(denial))
-                        return
-                    held, _ = j.hold(run_id, server, tool, rule.cls, rule.match, args, reason, action_id=action.id)
-                    await proxy.reply_error_result(ctx, _held_text(proxy, held.id, reason))
+                action = await _pass_gate(proxy, ctx, server, tool, rule, args, run_id, reason)
+                if action is None:
                     return
                 approved = True
+            if action is None:
+                action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, prior=prior,
+                                         snapshot=snapshot_out.payload, verify=verify)
+            else:
+                j.set_prior(action.id, prior, snapshot_out.payload if prior == "captured" else None, verify)
+        elif action is None:
+            action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
+        ctx.action_id = action.id
         # 6. forward
         if ctx.cancelled:
             j.mark_failed(action.id, "the client cancelled the call before it was sent")
@@ -293,6 +294,29 @@ async def _refuse_failed(proxy: "Proxy", ctx: CallContext, action_id: str, quali
     proxy.journal.mark_failed(action_id, f"write blocked: {reason}")
     log("error", "write blocked: snapshot failed", action=action_id, tool=qualified, reason=reason)
     await proxy.reply_error_result(ctx, f"Synartesis blocked {qualified} and did not send it: {reason}.")
+
+
+async def _settle_read(proxy: "Proxy", fut: asyncio.Future, read: dict) -> None:
+    """Wait for a plain read's answer and hand its record to the proxy's reader thread."""
+    try:
+        msg = await proxy.await_response(fut)
+    except RequestFailed as exc:
+        proxy.record_read({**read, "status": "unknown", "note": f"outcome unknown: {exc.message}"})
+        return
+    if msg is None:
+        proxy.record_read({**read, "status": "unknown", "note": "the client cancelled the call after it was sent"})
+        return
+    if "error" in msg:
+        err = msg.get("error") or {}
+        proxy.record_read({**read, "status": "failed", "note": "the server answered with an error: "
+                           f"{err.get('message') if isinstance(err, dict) else err}"})
+        return
+    result = msg.get("result")
+    if is_error(result):
+        proxy.record_read({**read, "status": "failed", "note": f"the server refused the call: {error_text(result)}",
+                           "result": cap_result(result)})
+        return
+    proxy.record_read({**read, "status": "applied", "result": cap_result(result)})
 
 
 async def _settle(proxy: "Proxy", ctx: CallContext, fut: asyncio.Future, action_id: str, rule: Rule,

@@ -117,7 +117,8 @@ class Proxy:
     """One server behind one client (the installed form, ``proxy --server NAME -- CMD …``)."""
 
     def __init__(self, server: str, command: str, args: list[str], policy: Policy | None,
-                 journal: Journal, options: ProxyOptions, policy_note: str | None = None) -> None:
+                 journal: Journal, options: ProxyOptions, policy_note: str | None = None,
+                 popen: Any = None) -> None:
         self.server = server
         self.command = command
         self.args = args
@@ -126,6 +127,7 @@ class Proxy:
         self.journal = journal
         self.options = options
         self.child: Child | None = None
+        self.popen = popen  # started early by main(), before the policy and journal were loaded
         self.wire: _Wire | None = None
         self.run_id: str | None = None
         self.client_name: str | None = None
@@ -139,8 +141,23 @@ class Proxy:
         self._catalog_partial: dict[str, dict] = {}
         self._pins_logged = False
         self._background: set[asyncio.Task] = set()
+        self._reads = None
+        self._seq = 0
+        self._lane_busy = False
 
     # -- helpers used by the pipeline ----------------------------------------------------
+    def next_seq(self) -> int:
+        """The next seq of this proxy's run (the proxy is the only writer of its run)."""
+        self._seq += 1
+        return self._seq
+
+    def record_read(self, item: dict) -> None:
+        """Journal a finished read on the reader thread (started on first use)."""
+        if self._reads is None:
+            from synartesis.proxy.recorder import ReadRecorder
+            self._reads = ReadRecorder(self.journal.path)
+        self._reads.add(item)
+
     def track(self, task: asyncio.Task) -> None:
         """Keep a background task alive until it finishes (asyncio holds only weak refs)."""
         self._background.add(task)
@@ -161,10 +178,14 @@ class Proxy:
 
     def ensure_run(self) -> str:
         if self.run_id is None:
-            self.run_id = self.journal.begin_run(self.client_name, {self.server: {
-                "command": self.command, "args": self.args, "cwd": os.getcwd()}})
-            log("info", "run started", run=self.run_id, server=self.server, client=self.client_name)
+            self.run_id = self.journal.begin_run(self.client_name, self.launch_lines())
+            self.journal.own_run(self.run_id, self.next_seq)
+            log("info", "run started", run=self.run_id, servers=list(self.launch_lines()), client=self.client_name)
         return self.run_id
+
+    def launch_lines(self) -> dict:
+        """{server: {command, args, cwd}}: recorded with the run so undo starts the same thing."""
+        return {self.server: {"command": self.command, "args": self.args, "cwd": os.getcwd()}}
 
     async def reply_error_result(self, ctx: CallContext, text: str) -> None:
         modern = self._is_modern(ctx.msg)
@@ -282,6 +303,9 @@ class Proxy:
             self._note_modern(msg)
             if method == "tools/call":
                 ctx = CallContext(line=line, msg=msg, id_key=_id_key(msg["id"]))
+                if self._lane_idle() and self._plain_read(msg):
+                    await handle_call(self, ctx)  # nothing ahead of it, nothing to capture: no lane hop
+                    return
                 self._queued[ctx.id_key] = ctx
                 self._lane.put_nowait(ctx)
                 return
@@ -352,7 +376,7 @@ class Proxy:
             pass
 
     # -- server → client -------------------------------------------------------------------
-    async def on_server_line(self, line: bytes, msg: Any) -> None:
+    def on_server_line(self, line: bytes, msg: Any) -> None:
         assert self.wire is not None
         if isinstance(msg, dict) and "method" not in msg and "id" in msg:
             key = _id_key(msg["id"])
@@ -402,9 +426,28 @@ class Proxy:
             log("warn", "could not record tool shapes", error=str(exc))
 
     # -- lanes and lifecycle -------------------------------------------------------------
+    def _lane_idle(self) -> bool:
+        return self._lane.empty() and not self._lane_busy
+
+    def _plain_read(self, msg: dict) -> bool:
+        """A call whose rule is readonly with nothing to read before or after it, and no pins."""
+        params = msg.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            return False
+        try:
+            server, tool = self.route(params["name"])
+        except LookupError:
+            return False
+        spec = self.policy.servers.get(server) if self.policy else None
+        if spec is None or spec.pins:
+            return False
+        rule = self.policy_rule(server, tool, params.get("arguments") or {})
+        return rule.cls == "readonly" and rule.snapshot is None and rule.verify is None and rule.gate == "never"
+
     async def _lane_worker(self) -> None:
         while True:
             ctx = await self._lane.get()
+            self._lane_busy = True
             try:
                 if ctx is None:
                     return
@@ -417,6 +460,7 @@ class Proxy:
                 if ctx is not None and not ctx.forwarded:
                     await self.reply_protocol_error(ctx, -32603, f"synartesis internal error: {exc}")
             finally:
+                self._lane_busy = False
                 self._lane.task_done()
 
     async def run(self) -> int:
@@ -424,8 +468,12 @@ class Proxy:
         loop = asyncio.get_running_loop()
         self.wire = _Wire()
         await self.wire.start()
-        self.child = await Child.spawn(self.command, self.args, capture_stderr=False,
-                                       on_message=self.on_server_line, label=self.server)
+        if self.popen is not None:
+            self.child = await Child.adopt(self.popen, self.command, self.args,
+                                           on_message=self.on_server_line, label=self.server)
+        else:
+            self.child = await Child.spawn(self.command, self.args, capture_stderr=False,
+                                           on_message=self.on_server_line, label=self.server)
         lane = asyncio.ensure_future(self._lane_worker())
         client_done = asyncio.ensure_future(self._read_client())
         child_done = asyncio.ensure_future(self.child.closed.wait())
@@ -443,51 +491,63 @@ class Proxy:
             drain = asyncio.ensure_future(self._lane.join())
             await asyncio.wait({drain, child_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
             drain.cancel()
+        for t in (client_done, stop_wait, child_done):
+            t.cancel()
+        [code] = await self._shutdown(lane, [self.child.close(grace=self.options.grace)])
+        return code if code >= 0 else 128 - code
+
+    async def _shutdown(self, lane: asyncio.Task, closers: list) -> list[int]:
+        """After relaying stops: close the children, settle what was in flight (``unknown``),
+        let the lane and background journalling finish, close the run and our stdout."""
         self._lane.put_nowait(None)
-        code = await self.child.close(grace=self.options.grace)
-        if self._background:
-            await asyncio.wait(set(self._background), timeout=5.0)
+        codes = list(await asyncio.gather(*closers))
         for ctx in list(self._inflight.values()):
             if ctx.response is not None and not ctx.response.done():
                 ctx.response.set_exception(RequestFailed("the server exited before answering", "closed"))
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=5.0)
         try:
             await asyncio.wait_for(asyncio.gather(lane, return_exceptions=True), 5.0)
         except asyncio.TimeoutError:
             lane.cancel()
-        for t in (client_done, stop_wait, child_done):
-            t.cancel()
+        if self._reads is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._reads.close)
         if self.run_id is not None:
             try:
                 self.journal.end_run(self.run_id)
             except JournalError as exc:
                 log("error", "could not close the run", error=str(exc))
+        assert self.wire is not None
         await self.wire.close()
-        return code if code >= 0 else 128 - code
+        return codes
 
     async def _read_client(self) -> None:
         """Read our stdin until EOF, handing each line over in order."""
+        splitter = LineSplitter()
+        async for chunk in self._client_chunks():
+            for line in splitter.feed(chunk):
+                await self.on_client_line(line)
+        rest = splitter.rest()
+        if rest.strip():
+            await self.on_client_line(rest)
+
+    async def _client_chunks(self):
+        """Chunks of our stdin: through the event loop for pipes, sockets and terminals; a
+        reader thread for regular files (and Windows, where the loop cannot watch stdin)."""
         loop = asyncio.get_running_loop()
         fd = sys.stdin.fileno()
         mode = os.fstat(fd).st_mode
-        splitter = LineSplitter()
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
             reader = asyncio.StreamReader(limit=1 << 30)
             try:
                 await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
                                              os.fdopen(fd, "rb", buffering=0, closefd=False))
-                while True:
-                    chunk = await reader.read(1 << 16)
-                    if not chunk:
-                        break
-                    for line in splitter.feed(chunk):
-                        await self.on_client_line(line)
-                rest = splitter.rest()
-                if rest.strip():
-                    await self.on_client_line(rest)
-                return
             except (OSError, ValueError):
-                pass
-        # regular files (and Windows): a reader thread
+                reader = None
+            if reader is not None:
+                while chunk := await reader.read(1 << 16):
+                    yield chunk
+                return
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
         def pump() -> None:
@@ -501,15 +561,8 @@ class Proxy:
                     return
 
         threading.Thread(target=pump, daemon=True).start()
-        while True:
-            chunk = await queue.get()
-            if chunk is None:
-                break
-            for line in splitter.feed(chunk):
-                await self.on_client_line(line)
-        rest = splitter.rest()
-        if rest.strip():
-            await self.on_client_line(rest)
+        while (chunk := await queue.get()) is not None:
+            yield chunk
 
 
 def _id_key(value: Any) -> str:

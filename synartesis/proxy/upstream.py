@@ -25,12 +25,14 @@ import os
 import secrets
 import shutil
 import signal
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
 
 from synartesis import __version__
 from synartesis.errors import UpstreamError
+from synartesis.proxy.spawn import popen_server, resolve_command
 
 __all__ = [
     "Child",
@@ -43,8 +45,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = "2025-06-18"
-_READ_CHUNK = 1 << 16
 _STDERR_TAIL = 20
+_DRAIN_ABOVE = 1 << 20
 
 
 class RequestFailed(UpstreamError):
@@ -66,15 +68,6 @@ class RequestFailed(UpstreamError):
     def maybe_applied(self) -> bool:
         """True when the request may have reached the server (timeout or disconnect)."""
         return self.kind in ("timeout", "closed")
-
-
-def resolve_command(command: str, env: Mapping[str, str] | None = None) -> str:
-    """Resolve ``command`` on PATH (with PATHEXT on Windows, so ``npx`` finds ``npx.cmd``)."""
-    if os.path.dirname(command):
-        return command
-    path = (env or os.environ).get("PATH")
-    found = shutil.which(command, path=path)
-    return found or command
 
 
 class LineSplitter:
@@ -108,7 +101,24 @@ class LineSplitter:
         return rest
 
 
-MessageHandler = Callable[[bytes, Any], Awaitable[None] | None]
+MessageHandler = Callable[[bytes, Any], None]
+
+
+class _Pipe(asyncio.Protocol):
+    """Read side of a child's pipe: every chunk is handed over synchronously, in order."""
+
+    def __init__(self, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+        self.on_data, self.on_eof = on_data, on_eof
+
+    def data_received(self, data: bytes) -> None:
+        self.on_data(data)
+
+    def eof_received(self) -> bool:
+        self.on_eof()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.on_eof()
 
 
 @dataclass
@@ -117,90 +127,79 @@ class Child:
 
     command: str
     args: list[str]
-    proc: asyncio.subprocess.Process
+    popen: subprocess.Popen
     on_message: MessageHandler | None = None
     label: str = "server"
     _nonce: str = field(default_factory=lambda: secrets.token_hex(4))
     _next: int = 0
     _pending: dict[str, asyncio.Future] = field(default_factory=dict)
     _stderr_tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_STDERR_TAIL))
-    _reader: asyncio.Task | None = None
-    _stderr_reader: asyncio.Task | None = None
-    _write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _stdin: asyncio.WriteTransport | None = None
+    _splitter: LineSplitter = field(default_factory=LineSplitter)
+    _err_splitter: LineSplitter = field(default_factory=LineSplitter)
+    _exited: asyncio.Future | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     exit_code: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
 
     @classmethod
     async def spawn(cls, command: str, args: list[str], *, env: Mapping[str, str] | None = None,
                     cwd: str | None = None, capture_stderr: bool = True,
                     on_message: MessageHandler | None = None, label: str | None = None) -> "Child":
-        """Start ``command args`` with pipes on stdin/stdout.
+        """Start ``command args`` and wire its pipes to the running event loop.
 
         Args:
             env: the child's whole environment; None = this process's ``os.environ``.
             cwd: working directory; None = ours.
             capture_stderr: True (CLI) drains stderr continuously and keeps the last lines for
                 error messages; False (proxy) lets the child inherit our stderr fd.
+            on_message: called (synchronously) with every line that is not an answer to one of
+                our own requests: ``(original bytes, parsed value or None)``.
         Raises:
             UpstreamError: the executable could not be started.
         """
-        full_env = dict(os.environ if env is None else env)
-        exe = resolve_command(command, full_env)
-        kwargs: dict[str, Any] = {}
-        if os.name == "posix":
-            kwargs["start_new_session"] = True
-        else:  # pragma: no cover - Windows
-            kwargs["creationflags"] = 0x08000000 | 0x00000200  # CREATE_NO_WINDOW | NEW_PROCESS_GROUP
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                exe, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE if capture_stderr else None,
-                env=full_env, cwd=cwd, **kwargs)
-        except (OSError, ValueError) as exc:
-            raise UpstreamError(f"could not start {label or command}: {exc}") from exc
-        child = cls(command=command, args=list(args), proc=proc, on_message=on_message,
+        popen = popen_server(command, args, env=env, cwd=cwd, capture_stderr=capture_stderr)
+        return await cls.adopt(popen, command, args, on_message=on_message, label=label)
+
+    @classmethod
+    async def adopt(cls, popen: subprocess.Popen, command: str, args: list[str], *,
+                    on_message: MessageHandler | None = None, label: str | None = None) -> "Child":
+        """Wire an already started process (from :func:`popen_server`) to the event loop."""
+        loop = asyncio.get_running_loop()
+        child = cls(command=command, args=list(args), popen=popen, on_message=on_message,
                     label=label or os.path.basename(command))
-        child._reader = asyncio.ensure_future(child._read_stdout())
-        if capture_stderr and proc.stderr is not None:
-            child._stderr_reader = asyncio.ensure_future(child._read_stderr())
+        assert popen.stdin is not None and popen.stdout is not None
+        child._stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, popen.stdin)
+        await loop.connect_read_pipe(lambda: _Pipe(child._on_stdout, child._on_stdout_eof), popen.stdout)
+        if popen.stderr is not None:
+            await loop.connect_read_pipe(lambda: _Pipe(child._on_stderr, lambda: None), popen.stderr)
+        child._exited = loop.run_in_executor(None, popen.wait)
         return child
 
     # -- reading -----------------------------------------------------------------------
-    async def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        splitter = LineSplitter()
-        try:
-            while True:
-                chunk = await self.proc.stdout.read(_READ_CHUNK)
-                if not chunk:
-                    break
-                for line in splitter.feed(chunk):
-                    await self._dispatch(line)
-            rest = splitter.rest()
-            if rest.strip():
-                await self._dispatch(rest)
-        except (OSError, asyncio.CancelledError):
-            pass
-        finally:
-            self._fail_pending("closed", f"{self.label} closed its output")
-            self.closed.set()
+    def _on_stdout(self, data: bytes) -> None:
+        for line in self._splitter.feed(data):
+            self._dispatch(line)
 
-    async def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        splitter = LineSplitter()
-        try:
-            while True:
-                chunk = await self.proc.stderr.read(_READ_CHUNK)
-                if not chunk:
-                    break
-                for line in splitter.feed(chunk):
-                    text = line.decode("utf-8", "replace").strip()
-                    if text:
-                        self._stderr_tail.append(text[:500])
-        except (OSError, asyncio.CancelledError):
-            pass
+    def _on_stdout_eof(self) -> None:
+        if self.closed.is_set():
+            return
+        rest = self._splitter.rest()
+        if rest.strip():
+            self._dispatch(rest)
+        self._fail_pending("closed", f"{self.label} closed its output")
+        self.closed.set()
 
-    async def _dispatch(self, line: bytes) -> None:
+    def _on_stderr(self, data: bytes) -> None:
+        for line in self._err_splitter.feed(data):
+            text = line.decode("utf-8", "replace").strip()
+            if text:
+                self._stderr_tail.append(text[:500])
+
+    def _dispatch(self, line: bytes) -> None:
         try:
             msg = json.loads(line)
         except ValueError:
@@ -213,13 +212,11 @@ class Child:
                     fut.set_result(msg)
                 return
         if self.on_message is not None:
-            res = self.on_message(line, msg)
-            if res is not None:
-                await res
+            self.on_message(line, msg)
         else:
-            await self._default_handler(msg)
+            self._default_handler(msg)
 
-    async def _default_handler(self, msg: Any) -> None:
+    def _default_handler(self, msg: Any) -> None:
         """Standalone use (CLI): answer server→client requests so the server never waits."""
         if isinstance(msg, dict) and "method" in msg and "id" in msg:
             if msg["method"] == "roots/list":
@@ -229,7 +226,10 @@ class Child:
             else:
                 reply = {"jsonrpc": "2.0", "id": msg["id"],
                          "error": {"code": -32601, "message": "Method not found"}}
-            await self.write(json.dumps(reply).encode())
+            try:
+                self.write_nowait(json.dumps(reply).encode())
+            except RequestFailed:
+                pass
 
     def _fail_pending(self, kind: str, message: str) -> None:
         for mid, fut in list(self._pending.items()):
@@ -238,21 +238,31 @@ class Child:
         self._pending.clear()
 
     # -- writing -----------------------------------------------------------------------
-    async def write(self, line: bytes) -> None:
-        """Write one frame (``line`` without newline) to the child's stdin.
+    def write_nowait(self, line: bytes) -> None:
+        """Queue one frame (``line`` without newline) for the child's stdin, in order.
 
         Raises:
             RequestFailed(kind="unsent"): the child's stdin is closed.
         """
-        stdin = self.proc.stdin
-        if stdin is None or stdin.is_closing() or self.closed.is_set():
+        t = self._stdin
+        if t is None or t.is_closing() or self.closed.is_set():
             raise RequestFailed(f"{self.label} is not running", "unsent")
-        async with self._write_lock:
-            try:
-                stdin.write(line + b"\n")
-                await stdin.drain()
-            except (OSError, RuntimeError) as exc:  # BrokenPipe, ConnectionReset, closed transport
-                raise RequestFailed(f"{self.label} is not running: {exc}", "unsent") from exc
+        try:
+            t.write(line + b"\n")
+        except (OSError, RuntimeError) as exc:  # BrokenPipe, ConnectionReset, closed transport
+            raise RequestFailed(f"{self.label} is not running: {exc}", "unsent") from exc
+
+    async def write(self, line: bytes) -> None:
+        """Write one frame; waits only while the child is not reading (over 1 MiB queued).
+
+        Raises:
+            RequestFailed(kind="unsent"): the child's stdin is closed.
+        """
+        self.write_nowait(line)
+        t = self._stdin
+        while t is not None and not t.is_closing() and t.get_write_buffer_size() > _DRAIN_ABOVE \
+                and not self.closed.is_set():
+            await asyncio.sleep(0.005)
 
     def new_id(self) -> str:
         """A fresh id in our own namespace (``syn-<nonce>-<n>``)."""
@@ -315,22 +325,26 @@ class Child:
     # -- shutdown ----------------------------------------------------------------------
     async def close_stdin(self) -> None:
         """Close the child's stdin (the polite way to ask a stdio server to exit)."""
-        stdin = self.proc.stdin
-        if stdin is not None and not stdin.is_closing():
+        t = self._stdin
+        if t is not None and not t.is_closing():
             try:
-                stdin.close()
-                await stdin.wait_closed()
+                t.close()
             except (OSError, RuntimeError):
                 pass
 
     def _signal_group(self, sig: int) -> None:
         try:
             if os.name == "posix":
-                os.killpg(self.proc.pid, sig)
+                os.killpg(self.popen.pid, sig)
             else:  # pragma: no cover - Windows
-                self.proc.kill()
+                self.popen.kill()
         except (ProcessLookupError, PermissionError, OSError):
             pass
+
+    async def wait(self) -> int:
+        """Wait for the child to exit; its exit code."""
+        assert self._exited is not None
+        return await asyncio.shield(self._exited)
 
     async def close(self, grace: float = 2.0) -> int:
         """Shut the child down in order; return its exit code (negative = killed by signal)."""
@@ -339,19 +353,17 @@ class Child:
             if sig is not None:
                 self._signal_group(sig)
             try:
-                self.exit_code = await asyncio.wait_for(self.proc.wait(), grace)
+                self.exit_code = await asyncio.wait_for(self.wait(), grace)
                 break
             except asyncio.TimeoutError:
                 continue
         if os.name == "posix" and self.exit_code is not None:
             # the launcher (npx, uvx) may have exited while the real server lingers
             self._signal_group(signal.SIGTERM)
-        for task in (self._reader, self._stderr_reader):
-            if task is not None and not task.done():
-                try:
-                    await asyncio.wait_for(task, 1.0)
-                except (asyncio.TimeoutError, asyncio.CancelledError):
-                    task.cancel()
+        try:  # let the rest of its output arrive
+            await asyncio.wait_for(self.closed.wait(), 1.0)
+        except asyncio.TimeoutError:
+            pass
         self._fail_pending("closed", f"{self.label} was shut down")
         return self.exit_code if self.exit_code is not None else -9
 
