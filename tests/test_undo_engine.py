@@ -182,3 +182,17 @@ def test_prune_refuses_protected_runs_and_shrinks_the_journal(tmp_path):
 def _size(journal) -> int:
     wal = journal.parent / (journal.name + "-wal")
     return journal.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def test_undo_starts_only_touched_servers_and_warns_on_a_changed_launch_line(tmp_path):
+    manifest, journal, state, argv = _setup(tmp_path)
+    before = state.read_bytes()
+    _run(argv, [("put", {"key": "k0", "value": "agent"})])
+    # the policy now declares another server that cannot start, and a different launch line for kv
+    manifest.write_text(FAKE_POLICY.replace("  kv: {}", "  kv:\n    command: python3\n    args: [\"elsewhere.py\"]\n"
+                                            "  broken:\n    command: /nonexistent/bin/server"))
+    out = _undo(manifest, journal)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "warning" in out.stdout and "elsewhere.py" in out.stdout and "undo uses the latter" in out.stdout
+    assert "broken" not in out.stdout + out.stderr
+    assert state.read_bytes() == before
