@@ -1,5 +1,6 @@
-"""Every real-world config in ../shared/cases/configs: install then uninstall gives the original
-bytes exactly; a file that does not parse is left untouched and reported."""
+"""Every real-world config in tests/fixtures/configs (copied from the team's shared/cases/configs:
+client config files people published): install then uninstall gives the original bytes exactly;
+a file that does not parse is left untouched and reported."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from test_install_flow import fake_proxy, install, make_env, options, place, uninstall
 from synartesis.services.install import plan_install
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "configs"
+CASES = Path(__file__).resolve().parent / "fixtures" / "configs"
 FIXTURES = sorted(p for p in CASES.glob("*/*") if p.is_file()) if CASES.is_dir() else []
 
 
