@@ -95,7 +95,11 @@ def test_denial_reaches_the_agent_with_who_and_why(tmp_path):
     with RawSession(argv) as s:
         s.handshake()
         assert s.call(1, "delete", {"key": "c"})["isError"] is True
-        r = cli("deny", "--by", "cy", "--reason", "keep c, it is the audit key", "--journal", str(journal),
+        unnamed = cli("deny", "--by", "cy", "--journal", str(journal), "--manifest", str(manifest))
+        assert unnamed.returncode == 2 and "name the held call" in unnamed.stderr  # never decides unseen
+        with open_journal(journal) as j:
+            held_id = j.list_gated()[0].id
+        r = cli("deny", held_id[:8], "--by", "cy", "--reason", "keep c, it is the audit key", "--journal", str(journal),
                 "--manifest", str(manifest))
         assert r.returncode == 0, r.stderr
         again = s.call(2, "delete", {"key": "c"})

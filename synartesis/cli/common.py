@@ -22,8 +22,10 @@ def _no_color() -> bool:
 
 
 def console() -> Console:
-    """stdout console: colour only on a terminal without NO_COLOR."""
-    return Console(no_color=_no_color(), highlight=False, soft_wrap=not sys.stdout.isatty())
+    """stdout console: colour only on a terminal without NO_COLOR; piped output is not wrapped
+    (scripts and grep see whole lines)."""
+    tty = sys.stdout.isatty()
+    return Console(no_color=_no_color(), highlight=False, soft_wrap=not tty, width=None if tty else 4096)
 
 
 def err_console() -> Console:

@@ -75,7 +75,7 @@ def show_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (d
             out.print(f"       {verb} by {escape(row.decided_by)} at {row.decided_at}"
                       + (f": {escape(row.decision_note)}" if row.status == "denied" and row.decision_note else ""))
         if row.used_by:
-            out.print(f"       approval used by action {row.used_by[:8]}")
+            out.print(f"       approval used by {escape(view.carriers.get(row.used_by, row.used_by[:8]))}")
         if row.note:
             out.print(f"       note: {escape(shorten(row.note, 200))}")
         if a.inverse:

@@ -88,8 +88,9 @@ def render_undo(report: UndoReport) -> None:
         for line in (h.detail or "").splitlines():
             out.print(f"  {escape(line)}")
         if not report.dry_run:
+            newer = report.changed > 0
             out.print("\n  Nothing older than this was touched. Three ways on:")
-            out.print("    1. leave it as it is (newer actions stay undone);")
+            out.print("    1. leave it as it is" + (" (the newer actions stay undone);" if newer else " (nothing was changed);"))
             out.print("    2. put the resource back the way the run left it, then run `synartesis undo --replan`;")
             out.print("    3. `synartesis undo --force` to see what would be overwritten, then `--force --yes` to overwrite it.")
     if report.left_in_place:
@@ -103,7 +104,10 @@ def render_undo(report: UndoReport) -> None:
     elif report.dry_run:
         n = sum(1 for s in report.steps if s.kind == "revert")
         out.print(f"\n  {n} would be reverted · nothing was changed")
-    out.print(f"\n  [bold]R E S U L T[/]  {report.status}{' (dry run)' if report.dry_run else ''}\n")
+    status = report.status
+    if report.halted and not report.dry_run and not report.changed:
+        status = "halted — nothing was changed"
+    out.print(f"\n  [bold]R E S U L T[/]  {status}{' (dry run)' if report.dry_run else ''}\n")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:

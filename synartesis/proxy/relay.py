@@ -75,7 +75,7 @@ class _Wire:
 
     async def start(self) -> None:
         mode = os.fstat(self.fd).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(self.fd):
             loop = asyncio.get_running_loop()
             try:
                 self.transport, _ = await loop.connect_write_pipe(
@@ -537,7 +537,8 @@ class Proxy:
         loop = asyncio.get_running_loop()
         fd = sys.stdin.fileno()
         mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+        # pipes, sockets and terminals can be watched by the loop (/dev/null cannot)
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
             reader = asyncio.StreamReader(limit=1 << 30)
             try:
                 await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),

@@ -32,10 +32,15 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     """Open the existing journal (never creates one).
 
     Raises:
+        PolicyError: ``--manifest`` names a file that does not exist (and no ``--journal``).
         NoJournalError: there is none yet.
         JournalError: it cannot be opened.
     """
-    return Journal.open(where(manifest, journal, env).journal, create=False)
+    w = where(manifest, journal, env)
+    if manifest and not journal and not w.policy.exists():
+        from synartesis.errors import PolicyError
+        raise PolicyError(f"there is no policy at {w.policy} (given with --manifest)")
+    return Journal.open(w.journal, create=False)
 
 
 def default_actor() -> str:

@@ -931,8 +931,8 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 changes.append(RemoveShadow(rec) if rec.get("op") == "shadow" else Unwrap(rec))
                 fp.restore.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
-                                              "removed the local-scope entry" if rec.get("op") == "shadow"
-                                              else "original entry restored", r.get("policy_key"), r.get("project")))
+                                              "the local-scope entry goes" if rec.get("op") == "shadow"
+                                              else "the original entry comes back", r.get("policy_key"), r.get("project")))
             else:
                 why = {"missing": "removed since install; not brought back",
                        "edited": "changed since install (by you or the client); left as it is",

@@ -44,6 +44,7 @@ class ActionView:
 class RunView:
     run: RunRow
     actions: list[ActionView] = field(default_factory=list)
+    carriers: dict = field(default_factory=dict)  # used approval → "seq N of run R" that carried it
 
 
 def run_summary(run: RunRow) -> dict:
@@ -68,7 +69,13 @@ def show_run(j: Journal, ref: str | None, full: bool = False) -> RunView:
         UsageError: no run matches.
     """
     run = j.find_run(ref)
-    return RunView(run, [action_view(j, a, full) for a in j.actions(run.id)])
+    actions = j.actions(run.id)
+    carriers = {}
+    for a in actions:
+        if a.used_by:
+            c = j.get_action(a.used_by)
+            carriers[a.used_by] = f"seq {c.seq}" + ("" if c.run_id == run.id else f" of run {c.run_id[:8]}")
+    return RunView(run, [action_view(j, a, full) for a in actions], carriers)
 
 
 @dataclass(frozen=True)
@@ -89,12 +96,11 @@ def pick_gated(j: Journal, ref: str | None, all_: bool) -> list[ActionRow]:
     if all_:
         return gated
     if ref is None:
-        if len(gated) == 1:
-            return gated
+        # Never decide a call the person has not named: one could arrive between `gates` and this.
         if not gated:
             raise UsageError("nothing is awaiting approval")
-        raise UsageError(f"there are {len(gated)} actions awaiting approval; name one, or use --all: "
-                         + ", ".join(a.id[:8] for a in gated))
+        raise UsageError(f"name the held call (or use --all); {len(gated)} awaiting approval: "
+                         + ", ".join(f"{a.id[:8]} {a.qualified}" for a in gated))
     hits = [a for a in gated if a.id == ref or a.id.startswith(ref)]
     if len(hits) > 1:
         raise UsageError(f"{ref} matches {len(hits)} held calls; give more of the id")

@@ -102,6 +102,14 @@ class UndoReport:
     undo_id: str | None = None
 
     @property
+    def changed(self) -> int:
+        """How many actions this attempt put back (inverses sent, or found already reverted)."""
+        if self.dry_run:
+            return 0
+        return sum(1 for s in self.steps if (s.kind == "revert" and s.outcome != "would call")
+                   or (s.kind == "already-reverted" and s.reason != "already rolled back"))
+
+    @property
     def left_in_place(self) -> list[Step]:
         return [s for s in self.steps if s.kind == "permanent"]
 
@@ -286,10 +294,9 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
         for a in kept:
             report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is"))
         clean = report.halted is None and not report.left_in_place and opts.to is None
-        if preview and report.overwrites:
-            clean = clean  # a preview reports what --force --yes would do
         report.status = "rolled_back" if clean else "partial"
-        if not preview:
+        if not preview and (report.changed or clean):
+            # a halt before anything was put back leaves the run's status as it was
             j.set_run_status(run.id, report.status)
     finally:
         await servers.close()
@@ -403,7 +410,7 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
                     "tell whether it applied", detail=a.note)
 
     if verified:
-        reason = "state matches; applying inverse"
+        reason = "state matches; the inverse would be applied" if preview else "state matches; applying inverse"
     elif forced:
         reason = "drifted, overwriting as --force --yes asked"
     elif verify is None:
