@@ -12,7 +12,6 @@ journal or the server cannot be started.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 
@@ -76,6 +75,8 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
 
 def _serve_policy(policy, policy_path, opts, call_timeout, read_timeout, cap) -> int:
     """The policy form with two or more servers (``SERVER__tool`` names)."""
+    import asyncio
+
     from synartesis.errors import JournalError
     from synartesis.journal import Journal
     from synartesis.log import log
@@ -162,6 +163,8 @@ def _stop(popen) -> None:
 
 
 def _run(opts, command, popen, call_timeout, read_timeout, cap) -> int:
+    import asyncio
+
     from synartesis import log as logmod
     from synartesis.errors import JournalError, PolicyError
     from synartesis.journal import Journal
