@@ -116,3 +116,17 @@ def test_two_deciders_resolve_one_way(tmp_path):
     assert j.decide(held.id, True, "ana") is True
     assert other.decide(held.id, False, "bo", "no") is False
     assert other.get_action(held.id).decided_by == "ana"
+
+
+def test_audit_finds_altered_payloads_and_launch_lines(tmp_path):
+    j = _journal(tmp_path)
+    run = j.begin_run("t", {"fs": {"command": "node", "args": ["server.js"]}})
+    text = "content long enough to be stored as a blob of its own. " * 100
+    a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": text})
+    assert j.audit(run).ok
+    blob = j.conn.execute("SELECT hash FROM blobs WHERE size >= ?", (len(text),)).fetchone()[0]
+    j.conn.execute("UPDATE blobs SET data = ?, codec = 'raw' WHERE hash = ?", (b"tampered", blob))
+    assert any("altered" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE runs SET servers = ? WHERE id = ?", ('{"fs":{"command":"sh","args":["-c","x"]}}', run))
+    assert any("launch lines were edited" in p for p in j.audit(run).problems)
+    del a

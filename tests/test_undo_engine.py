@@ -62,8 +62,20 @@ def test_a_refused_inverse_is_safe_to_retry(tmp_path):
     assert state.read_bytes() == before
 
 
-def test_wrong_policy_then_replan_with_the_fixed_one(tmp_path):
+def test_an_inverse_that_cannot_be_built_holds_the_call(tmp_path):
     broken = FAKE_POLICY.replace('value: "$snapshot.value"}', 'value: "$snapshot.wrong_field"}')
+    manifest, journal, state, argv = _setup(tmp_path, broken)
+    before = state.read_bytes()
+    [held] = _run(argv, [("put", {"key": "k0", "value": "a"})])
+    text = held["content"][0]["text"]
+    assert held["isError"] is True and "inverse" in text and "wrong_field" in text
+    assert state.read_bytes() == before  # not sent
+
+
+def test_wrong_policy_then_replan_with_the_fixed_one(tmp_path):
+    # a mistake only the server's answer reveals ($result) cannot be caught before the call
+    broken = FAKE_POLICY.replace('inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}',
+                                 'inverse: {tool: kv.put, args: {key: "$result.wrong_field", value: "$snapshot.value"}}')
     manifest, journal, state, argv = _setup(tmp_path, broken)
     before = state.read_bytes()
     _run(argv, [("put", {"key": "k0", "value": "a"}), ("put", {"key": "k1", "value": "b"})])
@@ -196,3 +208,23 @@ def test_undo_starts_only_touched_servers_and_warns_on_a_changed_launch_line(tmp
     assert "warning" in out.stdout and "elsewhere.py" in out.stdout and "undo uses the latter" in out.stdout
     assert "broken" not in out.stdout + out.stderr
     assert state.read_bytes() == before
+
+
+def test_force_steps_over_an_unknown_action_and_undoes_the_older_ones(tmp_path):
+    manifest, journal, state, argv = _setup(tmp_path)
+    _run(argv, [("put", {"key": "k0", "value": "agent"})])
+    crash = dict(os.environ, FAKE_CRASH_ON_CALL="2", FAKE_CRASH_AFTER_APPLY="1")  # call 1 is the pre-read
+    with RawSession(argv, env=crash) as s:
+        s.handshake()
+        s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "put", "arguments": {"key": "k1", "value": "x"}}})
+        s.proc.wait(timeout=15)
+    with open_journal(journal) as j:
+        runs = j.list_runs()
+        newest, older = runs[0], runs[1]
+        assert [a.status for a in j.actions(newest.id)] == ["unknown"]
+    halted = _undo(manifest, journal, newest.id[:8])
+    assert halted.returncode == 1 and "undo --force` then steps over" in halted.stdout
+    forced = _undo(manifest, journal, newest.id[:8], "--force", "--yes")
+    assert forced.returncode == 1 and "stepped over because of --force" in forced.stdout  # partial: left in place
+    assert _undo(manifest, journal, older.id[:8]).returncode == 0
+    assert json.loads(state.read_text())["k0"] == "v0"

@@ -157,10 +157,16 @@ def deny_cmd(action: Optional[str] = typer.Argument(None, help="Held action id o
 
 @app.command("close")
 def close_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (default: the newest active run)."),
+              force: bool = typer.Option(False, "--force", help="Close it even if its proxy still seems to run."),
               manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt) -> None:
     """Close a run that a killed proxy left active."""
+    from synartesis.errors import ConflictError
+    from synartesis.journal.store import process_alive
     with open_journal(manifest, journal) as j:
         target = j.find_run(run, status=("active",)) if run is None else j.find_run(run)
+        if target.status == "active" and target.pid and process_alive(target.pid) and not force:
+            raise ConflictError(f"run {target.id[:8]} is still being written by its proxy (pid {target.pid}); "
+                                "stop the agent first, or add --force if that process is not a proxy")
         if target.status != "active" or not j.close_run(target.id):
             console().print(f"{target.id} was not active.")
             raise typer.Exit(1)

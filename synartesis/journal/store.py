@@ -325,7 +325,11 @@ class Journal:
         row = self.conn.execute("SELECT codec, data FROM blobs WHERE hash = ?", (digest,)).fetchone()
         if row is None:
             raise JournalError(f"the journal at {self.path} is missing payload {digest[:12]}")
-        return zlib.decompress(row[1]) if row[0] == "zlib" else bytes(row[1])
+        try:
+            return zlib.decompress(row[1]) if row[0] == "zlib" else bytes(row[1])
+        except zlib.error:
+            raise JournalError(f"the journal at {self.path} has a damaged payload {digest[:12]}; "
+                               "`synartesis audit` says which action it belongs to") from None
 
     def _split(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -453,8 +457,10 @@ class Journal:
         if status is not None:
             wanted = set(status)
             runs = [r for r in runs if r.status in wanted]
-        if ref:
-            hits = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref)]
+        if ref is not None:
+            if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
+                raise UsageError(f"{ref!r} is not a run id (ids look like 1e1983ae)")
+            hits = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref.lower())]
             if not hits:
                 raise UsageError(f"no run matches {ref}")
             if len(hits) > 1:
@@ -672,9 +678,11 @@ class Journal:
         Raises:
             UsageError: nothing matches, or the prefix is ambiguous.
         """
+        if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
+            raise UsageError(f"{ref!r} is not an action id (ids look like 1e1983ae)")
         with self._guard("find action"):
             rows = self.conn.execute(f"SELECT {_ACTION_COLS} FROM actions WHERE id = ? OR id LIKE ?",
-                                     (ref, ref.replace("%", "").replace("_", "\\_") + "%")).fetchall()
+                                     (ref, ref.lower() + "%")).fetchall()
         exact = [r for r in rows if r[0] == ref]
         rows = exact or rows
         if not rows:
@@ -795,6 +803,17 @@ class Journal:
                 last_state[action_id] = json.loads(data)
         if prev != (head[0] or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
+        begin = next((json.loads(e[5]) for e in events if e[4] == "run.begin"), None)
+        with self._guard("audit"):
+            servers = self.conn.execute("SELECT servers FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+        if begin is not None and canonical(json.loads(servers or "{}")) != canonical(begin.get("servers") or {}):
+            problems.append("the run's recorded launch lines were edited after it started")
+        for a in actions.values():
+            for ref in (a.args_ref, a.snapshot_ref, a.result_ref, a.inverse_ref, a.verify_ref, a.post_ref):
+                bad = self._bad_payload(ref)
+                if bad:
+                    problems.append(f"action {a.seq} ({a.qualified}): {bad}")
+                    break
         for aid, a in actions.items():
             if aid not in last_state:
                 problems.append(f"action {a.seq} ({a.qualified}) has no recorded history: inserted outside synartesis")
@@ -807,6 +826,30 @@ class Journal:
         # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
         # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
         return AuditResult(run_id, not problems, len(events), problems)
+
+    def _bad_payload(self, ref: str | None) -> str | None:
+        """Why the payload under ``ref`` cannot be trusted (its bytes no longer hash to its
+        name, or it is missing), or None."""
+        if not ref:
+            return None
+        refs = [ref]
+        while refs:
+            r = refs.pop()
+            try:
+                if r.startswith("="):
+                    skeleton = json.loads(r[1:])
+                else:
+                    data = self._get_blob(r)
+                    if sha256_hex(data) != r:
+                        return f"stored payload {r[:12]} was altered after it was written"
+                    skeleton = json.loads(data) if data[:1] in (b"{", b"[") else None
+            except JournalError:
+                return f"stored payload {r[:12]} is missing"
+            except (ValueError, zlib.error, UnicodeDecodeError):
+                return f"stored payload {r[:12]} is unreadable"
+            if skeleton is not None:
+                refs.extend(_blob_refs(skeleton))
+        return None
 
     def prunable(self, run: RunRow) -> str | None:
         """Why ``run`` must be kept (None when it may be pruned)."""
@@ -879,6 +922,11 @@ def _action_state(a: ActionRow) -> dict:
             "args": a.args_ref, "status": a.status, "prior": a.prior, "snapshot": a.snapshot_ref,
             "result": a.result_ref, "inverse": a.inverse_ref, "verify": a.verify_ref, "post": a.post_ref,
             "by": a.decided_by, "used_by": a.used_by, "decision": a.decision_note}
+
+
+def process_alive(pid: int) -> bool:
+    """True when a process with this id exists on this machine (or cannot be checked)."""
+    return _alive(pid)
 
 
 def _alive(pid: int) -> bool:

@@ -56,7 +56,14 @@ def _strip(sql: str) -> str:
 
 
 def is_read_only_sql(sql: str) -> bool:
-    """True when ``sql`` is one statement that only reads (see module docstring)."""
+    """True when ``sql`` is one statement that only reads (see module docstring).
+
+    Quoting this heuristic does not model is treated as a write: ``[bracketed]`` identifiers
+    (SQLite, SQL Server), dollar quoting (``$$…$$``, Postgres) and backslash escapes
+    (``E'…'``), since a comment marker or quote hidden in them can mask a write.
+    """
+    if "[" in sql or "$" in sql or "\\" in sql:
+        return False
     text = _strip(sql).strip().lower()
     text = re.sub(r";\s*$", "", text)
     if not text or ";" in text:

@@ -172,7 +172,14 @@ def _run(opts, command, popen, call_timeout, read_timeout, cap) -> int:
     from synartesis.policy import load_policy
 
     env = Env.current()
-    policy_path = locate_policy(env, opts.get("manifest"))
+    if command and "manifest" not in opts:
+        # The installed form is started by a client in whatever folder it likes (often a
+        # project the agent works on): a synartesis.yaml found there must not replace the
+        # user's policy, so only $SYNARTESIS_HOME (or --manifest) is used.
+        from synartesis.paths import POLICY_FILENAME, synartesis_home
+        policy_path = synartesis_home(env) / POLICY_FILENAME
+    else:
+        policy_path = locate_policy(env, opts.get("manifest"))
     policy = None
     note = None
     if policy_path.exists() or "manifest" in opts:

@@ -23,7 +23,7 @@ from synartesis.journal import Journal
 from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.pipeline import CallContext, ReadOutcome, run_read
-from synartesis.proxy.relay import INSTRUCTIONS, Proxy, ProxyOptions, _id_key, _Wire
+from synartesis.proxy.relay import _UNPARSEABLE, INSTRUCTIONS, Proxy, ProxyOptions, _id_key, _Wire, parse_frame
 from synartesis.proxy.upstream import Child, RequestFailed
 
 __all__ = ["MultiProxy", "ServerLaunch"]
@@ -99,9 +99,9 @@ class MultiProxy(Proxy):
 
     # -- client → servers ----------------------------------------------------------------
     async def on_client_line(self, line: bytes) -> None:
-        try:
-            msg = json.loads(line)
-        except ValueError:
+        msg = parse_frame(line)
+        if msg is _UNPARSEABLE:
+            self._error(None, -32700, "Parse error: synartesis forwards only valid UTF-8 JSON")
             return
         if isinstance(msg, list):
             errors = [{"jsonrpc": "2.0", "id": m.get("id"), "error": {"code": -32600, "message":
@@ -128,7 +128,8 @@ class MultiProxy(Proxy):
                 await self._write(name, line)
             self.ensure_run()
         elif method == "notifications/cancelled":
-            rid = (msg.get("params") or {}).get("requestId")
+            params = msg.get("params")
+            rid = params.get("requestId") if isinstance(params, dict) else None
             key = _id_key(rid)
             queued = self._queued.get(key)
             if queued is not None and not queued.forwarded:
@@ -306,7 +307,7 @@ class MultiProxy(Proxy):
         await asyncio.wait({client_done, *any_child}, return_when=asyncio.FIRST_COMPLETED)
         if client_done.done():
             drain = asyncio.ensure_future(self._lane.join())
-            await asyncio.wait({drain, *any_child}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({drain, *any_child}, timeout=self.options.eof_drain, return_when=asyncio.FIRST_COMPLETED)
             drain.cancel()
         client_done.cancel()
         for t in any_child:

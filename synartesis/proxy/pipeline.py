@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,24 @@ def resolve_call(template: CallTemplate, scope: dict) -> dict:
     return out
 
 
+def _inverse_problem(rule: Rule, args: Any, snapshot: Any) -> str | None:
+    """Why the rule's inverse cannot be built from the arguments and pre-read (None if it can,
+    as far as can be told before the call: ``$result`` references are checked after it)."""
+    from synartesis.policy.refs import references
+    scope: dict[str, Any] = {"args": args}
+    if rule.snapshot is not None:
+        scope["snapshot"] = snapshot
+    for call in rule.inverse:
+        for ref, ns in references(call.args):
+            if ns == "result":
+                continue
+            try:
+                resolve_template(ref, scope)
+            except RefError as exc:
+                return f"its inverse ({call.server}.{call.tool}) cannot be built, so it could not be undone: {exc}"
+    return None
+
+
 def _uses_snapshot(rule: Rule) -> bool:
     from synartesis.policy.refs import references
     return any(ns == "snapshot" for call in rule.inverse for _, ns in references(call.args))
@@ -143,6 +162,39 @@ def cap_result(result: Any) -> Any:
     data = text.encode("utf-8", "surrogatepass")
     return {"synartesisDigest": True, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
             "preview": text[:512]}
+
+
+def touches_own_files(args: Any, protected: list[str]) -> str | None:
+    """Why a call must be held because it names synartesis's own policy, journal or home.
+
+    An agent that could rewrite the policy through a guarded tool could lift every gate for
+    its next session. Every string argument that looks like a path is resolved (``~``, links,
+    relative to our working directory) and compared; a bare ``synartesis.yaml`` or
+    ``journal.db`` file name counts too, since the server may resolve it somewhere we cannot see.
+    """
+    if not protected:
+        return None
+    names = {os.path.basename(p) for p in protected if not p.endswith(os.sep)}
+    stack = [args]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and value and len(value) < 4096 and "\n" not in value:
+            if os.path.basename(value.rstrip("/")) in names:
+                return f"it names {value}, one of synartesis's own files (its policy or journal)"
+            if os.sep in value or value.startswith("~"):
+                try:
+                    real = os.path.realpath(os.path.expanduser(value))
+                except (OSError, ValueError):
+                    continue
+                for p in protected:
+                    base = p.rstrip(os.sep)
+                    if real == base or real.startswith(base + os.sep):
+                        return f"it names {value}, inside synartesis's own files ({p})"
+    return None
 
 
 def tool_result(text: str, modern: bool) -> dict:
@@ -180,10 +232,12 @@ async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
 
         # 3. gate
         wants_gate = rule.gate == "always" or (rule.gate == "on_write" and should_gate(args, rule.sql_arg))
+        own = touches_own_files(args, proxy.protected_paths()) if rule.cls != "readonly" else None
         action = None
-        if wants_gate:
-            action = await _pass_gate(proxy, ctx, server, tool, rule, args, run_id,
-                                      IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
+        if wants_gate or own:
+            why = own or (IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
+            action = await _pass_gate(proxy, ctx, server, tool, rule, args, run_id, why)
+            wants_gate = True
             if action is None:
                 return
         # fast path: a read with nothing to capture is forwarded first and journalled while the
@@ -234,6 +288,15 @@ async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
         elif action is None:
             action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
         ctx.action_id = action.id
+        # the inverse must be buildable before the call is sent (its $result part is checked
+        # after); an inverse that can never resolve would turn a reversible write into a
+        # permanent one, so the call is held instead
+        if rule.inverse and not approved and not (snapshot_out is not None and snapshot_out.kind == "absent"):
+            broken = _inverse_problem(rule, args, snapshot_out.payload if snapshot_out is not None else None)
+            if broken:
+                j.mark_failed(action.id, f"held: {broken}")
+                if await _pass_gate(proxy, ctx, server, tool, rule, args, run_id, broken) is None:
+                    return
         # 6. forward
         if ctx.cancelled:
             j.mark_failed(action.id, "the client cancelled the call before it was sent")

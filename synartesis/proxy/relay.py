@@ -53,7 +53,8 @@ class ProxyOptions:
     """Tunables: timeouts in seconds (None = wait), the snapshot cap in bytes."""
 
     def __init__(self, call_timeout: float | None = None, read_timeout: float = 30.0,
-                 max_snapshot_bytes: int = 8 * 1024 * 1024, grace: float = 2.0) -> None:
+                 max_snapshot_bytes: int = 8 * 1024 * 1024, grace: float = 2.0, eof_drain: float = 60.0) -> None:
+        self.eof_drain = eof_drain
         self.call_timeout = call_timeout
         self.read_timeout = read_timeout
         self.max_snapshot_bytes = max_snapshot_bytes
@@ -144,8 +145,20 @@ class Proxy:
         self._reads = None
         self._seq = 0
         self._lane_busy = False
+        self._protected: list[str] | None = None
 
     # -- helpers used by the pipeline ----------------------------------------------------
+    def protected_paths(self) -> list[str]:
+        """synartesis's own files, which no guarded call may write without approval."""
+        if self._protected is None:
+            from synartesis.paths import Env, synartesis_home
+            paths = [str(self.journal.path), str(self.journal.path) + "-wal", str(self.journal.path) + "-shm",
+                     os.path.realpath(synartesis_home(Env.current())) + os.sep]
+            if self.policy is not None:
+                paths.append(os.path.realpath(self.policy.path))
+            self._protected = [os.path.realpath(p) + (os.sep if p.endswith(os.sep) else "") for p in paths]
+        return self._protected
+
     def next_seq(self) -> int:
         """The next seq of this proxy's run (the proxy is the only writer of its run)."""
         self._seq += 1
@@ -288,10 +301,14 @@ class Proxy:
         assert self.child is not None
         if not line.strip():
             return
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            msg = None
+        msg = parse_frame(line)
+        if msg is _UNPARSEABLE:
+            # Never forward what we cannot read: a server decoding it leniently (bad UTF-8
+            # replaced, deep nesting) could run a tools/call that bypassed the gate and journal.
+            log("warn", "refused an unparseable line from the client", bytes=len(line))
+            self._send_client({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32700, "message": "Parse error: synartesis forwards only valid UTF-8 JSON"}})
+            return
         if isinstance(msg, list):
             await self._client_batch(line, msg)
             return
@@ -488,8 +505,10 @@ class Proxy:
         await asyncio.wait({client_done, child_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         if client_done.done() and not child_done.done() and not stop.is_set():
             # client EOF: answer everything already received before closing the server
+            # (bounded: an answer the server never sends must not keep the proxy alive forever)
             drain = asyncio.ensure_future(self._lane.join())
-            await asyncio.wait({drain, child_done, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({drain, child_done, stop_wait}, timeout=self.options.eof_drain,
+                               return_when=asyncio.FIRST_COMPLETED)
             drain.cancel()
         for t in (client_done, stop_wait, child_done):
             t.cancel()
@@ -566,7 +585,25 @@ class Proxy:
             yield chunk
 
 
+_UNPARSEABLE = object()
+
+
+def parse_frame(line: bytes) -> Any:
+    """A JSON-RPC frame parsed strictly (UTF-8, JSON), or ``_UNPARSEABLE``."""
+    try:
+        return json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return _UNPARSEABLE
+
+
 def _id_key(value: Any) -> str:
+    """A JSON-RPC id as a dictionary key. Numbers compare as the server will answer them:
+    ``1`` and ``1.0`` are one id, and integers beyond 2**53 as a JavaScript server rounds them."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return "n:" + repr(float(value))
+        except OverflowError:
+            return "n:" + str(value)
     return json.dumps(value, sort_keys=True)
 
 

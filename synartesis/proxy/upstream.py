@@ -161,7 +161,8 @@ class Child:
         Raises:
             UpstreamError: the executable could not be started.
         """
-        popen = popen_server(command, args, env=env, cwd=cwd, capture_stderr=capture_stderr)
+        popen = popen_server(command, args, env=env, cwd=cwd, capture_stderr=capture_stderr,
+                             die_with_parent=capture_stderr)  # a CLI's servers die with it
         return await cls.adopt(popen, command, args, on_message=on_message, label=label)
 
     @classmethod
@@ -201,8 +202,8 @@ class Child:
 
     def _dispatch(self, line: bytes) -> None:
         try:
-            msg = json.loads(line)
-        except ValueError:
+            msg = json.loads(line.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
             msg = None
         if isinstance(msg, dict) and "method" not in msg:
             mid = msg.get("id")

@@ -18,7 +18,7 @@ from synartesis.clients.entries import entry_env as _client_env
 from synartesis.clients.locations import ConfigLocation, project_locations, user_locations
 from synartesis.paths import Env
 
-__all__ = ["entry_env"]
+__all__ = ["entry_env", "entry_launch"]
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -26,6 +26,41 @@ def _same(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
     except OSError:
         return a == b
+
+
+def _entry(origin: Mapping[str, Any], env: Env):
+    try:
+        desc = get_descriptor(str(origin.get("client")))
+    except Exception:
+        return None, None
+    path = Path(str(origin.get("file", "")))
+    locations: list[ConfigLocation] = list(user_locations(desc, env)[0])
+    project = origin.get("project")
+    if project:
+        locations += project_locations(desc, env, [(str(project), Path(str(project)))])
+    for loc in locations:
+        if not _same(loc.path, path):
+            continue
+        found = read_location(desc, loc)
+        if found.view is None:
+            return desc, None
+        for entry in found.view.entries:
+            if entry.name == origin.get("entry") and (not project or entry.project in (project, None)):
+                return desc, entry
+    return desc, None
+
+
+def entry_launch(origin: Mapping[str, Any], env: Env | None = None) -> tuple[str, list[str]] | None:
+    """The original ``(command, args)`` of the client entry ``origin`` names (unwrapped from
+    our ``proxy --server NAME -- …`` form), so a server whose arguments hold a secret can be
+    started without the policy keeping a copy of it. None when it cannot be read."""
+    from synartesis.clients.entries import proxy_args
+    env = env or Env.current()
+    _, entry = _entry(origin, env)
+    if entry is None or entry.command is None:
+        return None
+    inner = proxy_args(entry.args)
+    return inner if inner is not None else (entry.command, entry.args)
 
 
 def entry_env(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, str] | None:

@@ -479,7 +479,11 @@ def draft_rules(name: str, tools: list[dict]) -> tuple[list[dict], list[list[str
 
 def _server_block(command: str, args: list[str], *, cwd: str | None, provenance: str | None,
                   origin: dict | None, env: dict | None, note: str) -> dict:
-    block: dict[str, Any] = {"command": command, "args": [str(a) for a in args]}
+    from synartesis.redact import redact_argv
+    shown, hidden = redact_argv([str(a) for a in args])
+    block: dict[str, Any] = {"command": command, "args": shown}
+    if hidden and origin:
+        note = (note + "; " if note else "") + "secret arguments are not copied here: the client entry's are used"
     if cwd:
         block["cwd"] = cwd
     if env:

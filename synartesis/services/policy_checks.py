@@ -122,8 +122,13 @@ async def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, pol
                 cwd = launch[spec.name].cwd
         except ImportError:  # pragma: no cover - undo not installed
             pass
-    info = await introspect(spec.command, list(spec.args), env=env, cwd=cwd, timeout=timeout,
-                            label=spec.name)
+    command, args = spec.command, list(spec.args)
+    if spec.origin:
+        from synartesis.services.launch_env import entry_launch
+        launch = entry_launch(spec.origin)
+        if launch is not None:  # the client's own command line (secrets are not kept in the policy)
+            command, args = launch
+    info = await introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
     return info, notes
 
 

@@ -101,7 +101,9 @@ def pick_gated(j: Journal, ref: str | None, all_: bool) -> list[ActionRow]:
             raise UsageError("nothing is awaiting approval")
         raise UsageError(f"name the held call (or use --all); {len(gated)} awaiting approval: "
                          + ", ".join(f"{a.id[:8]} {a.qualified}" for a in gated))
-    hits = [a for a in gated if a.id == ref or a.id.startswith(ref)]
+    if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
+        raise UsageError(f"{ref!r} is not an action id (ids look like 1e1983ae)")
+    hits = [a for a in gated if a.id == ref or a.id.startswith(ref.lower())]
     if len(hits) > 1:
         raise UsageError(f"{ref} matches {len(hits)} held calls; give more of the id")
     if not hits:

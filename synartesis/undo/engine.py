@@ -234,6 +234,12 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     if run.status == "active" and not opts.force:
         raise ConflictError(f"run {run.id[:8]} is still active (an agent may still be writing through it); "
                             "stop the agent first, close it with `synartesis close`, or add --force")
+    if not opts.dry_run and not opts.force:
+        audit = j.audit(run.id)
+        if not audit.ok:
+            raise ConflictError(f"the journal of run {run.id[:8]} fails its audit, so its records cannot be "
+                                "trusted to undo from: " + "; ".join(audit.problems[:3])
+                                + " (see `synartesis audit`; --force undoes anyway)")
     actions = j.actions(run.id)
     top = max((a.seq for a in actions), default=0)
     if opts.to is not None:
@@ -251,7 +257,7 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     for a in in_scope:
         if a.cls == "readonly" or a.status in NEVER_APPLIED or a.status == "rolled_back":
             continue
-        if a.status in ("pending", "unknown"):
+        if a.status in ("pending", "unknown") and not opts.force:
             break
         if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
             break
@@ -334,9 +340,14 @@ async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, p
     if a.status in NEVER_APPLIED:
         return Step(a.seq, a.id, q, "skip", NEVER_APPLIED[a.status])
     if a.status in ("pending", "unknown"):
+        if opts.force:
+            # a person looked at it and chose to go on: whatever it did stays as it is
+            return Step(a.seq, a.id, q, "permanent", "outcome unknown; stepped over because of --force "
+                        "(whatever it did is left in place)", detail=a.note)
         return Step(a.seq, a.id, q, "halt", "outcome unknown: the call was sent but no answer was recorded "
                     "(the proxy or server stopped mid-call, or it timed out), so whether it applied cannot be determined",
-                    detail=a.note)
+                    detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
+                    "action (leaving whatever it did) and undoes the older ones.")
     if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
         return Step(a.seq, a.id, q, "halt", "halted here on an earlier attempt",
                     detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")

@@ -17,10 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from synartesis.policy.model import Policy
+from synartesis.redact import redact_argv
 
 __all__ = ["LaunchSpec", "launch_specs", "expand_env"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _show(argv: list[str]) -> str:
+    return " ".join(redact_argv(argv)[0])
 
 
 def expand_env(value: str, environ: Mapping[str, str]) -> str:
@@ -73,9 +78,10 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
         warnings: list[str] = []
         if rec and rec.get("command"):
             command, args, cwd = rec["command"], list(rec.get("args") or []), rec.get("cwd")
-            if pspec is not None and pspec.command and [pspec.command, *pspec.args] != [command, *args]:
-                warnings.append(f"{name}: the policy now starts `{' '.join([pspec.command, *pspec.args])}`, but this "
-                                f"run's writes went through `{' '.join([command, *args])}`; undo uses the latter")
+            if pspec is not None and pspec.command and [pspec.command, *pspec.args] != [command, *args] \
+                    and [pspec.command, *pspec.args] != [command, *redact_argv(args)[0]]:
+                warnings.append(f"{name}: the policy now starts `{_show([pspec.command, *pspec.args])}`, but this "
+                                f"run's writes went through `{_show([command, *args])}`; undo uses the latter")
         elif pspec is not None and pspec.command:
             command, args, cwd = pspec.command, list(pspec.args), pspec.cwd
             warnings.append(f"{name}: no launch line was recorded with the run; using the policy's")
