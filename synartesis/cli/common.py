@@ -43,5 +43,12 @@ def shorten(value: Any, limit: int = 96) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def opt(value: Optional[str]) -> Optional[str]:
-    return value
+_INVISIBLE = {c: f"\\u{c:04x}" for c in list(range(0x200b, 0x2010)) + list(range(0x202a, 0x202f))
+              + list(range(0x2066, 0x206a)) + [0xfeff, 0x061c]}
+
+
+def visible(value: Any) -> str:
+    """Compact JSON with bidi overrides and zero-width characters escaped, so what a person
+    approves is what they see."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.translate(_INVISIBLE)

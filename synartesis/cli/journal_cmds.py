@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from synartesis.cli.app import app
-from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, print_json, shorten
+from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, print_json, shorten, visible
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.services.context import default_actor, open_journal, where
 from synartesis.services.runs import CLASS_BADGE, action_view, decide, pick_gated, run_summary, show_run
@@ -106,7 +106,8 @@ def gates_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
     from synartesis.proxy.payload import cli_command
     for v in views:
         a = v.row
-        out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{escape(a.qualified)}[/] {escape(shorten(v.args, 88))}")
+        out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{escape(a.qualified)}[/]")
+        out.print(f"          arguments: {escape(visible(v.args))}")  # whole: a person decides on them
         out.print(f"          {a.cls}: {escape(a.note or 'held by policy')}")
     by = default_actor()
     out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]} --by {by} --journal {jpath}")

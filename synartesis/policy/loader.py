@@ -46,6 +46,7 @@ class _Located:
     def __init__(self, filename: str) -> None:
         self.filename = filename
         self.marks: dict[tuple, tuple[int, int]] = {}
+        self._seen: set[int] = set()
 
     def error(self, path: tuple, message: str) -> PolicyError:
         """A PolicyError located at the deepest node along ``path`` that exists."""
@@ -57,6 +58,12 @@ class _Located:
 
     def build(self, node: yaml.Node, path: tuple = ()) -> Any:
         self.marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            if id(node) in self._seen:  # an alias: each one would be walked again (alias bombs)
+                raise PolicyError("YAML anchors and aliases (&name / *name) are not supported in a policy; "
+                                  "write the value out", self.filename, node.start_mark.line + 1,
+                                  node.start_mark.column + 1)
+            self._seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:

@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED"]
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=65536)
 def pattern_regex(pattern: str) -> re.Pattern:
     """Compile a match pattern: ``*`` is any run of characters other than ``.``; the rest is
     literal; the pattern is anchored to the whole name (reference-spec §2.8)."""

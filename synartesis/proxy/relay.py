@@ -334,6 +334,11 @@ class Proxy:
                     self.client_name = info["name"]
             elif method == "tools/list":
                 self._list_ids.add(_id_key(msg["id"]))
+        elif method == "tools/call":
+            # a tools/call without an id cannot be answered or journalled; servers must ignore
+            # it, and one that did not would run it unguarded: it is not forwarded
+            log("warn", "dropped a tools/call notification (no id)")
+            return
         elif method == "notifications/initialized":
             await self._forward_raw(line)
             try:

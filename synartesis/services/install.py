@@ -42,7 +42,7 @@ from synartesis.clients.entries import (ServerEntry, entry_env, expand, foreign_
                                         proxy_args)
 from synartesis.clients.managed import ManagedPolicy, load_managed
 from synartesis.errors import ConflictError, PolicyError, SynartesisError, UsageError
-from synartesis.paths import POLICY_FILENAME, Env, synartesis_home
+from synartesis.paths import backups_dir, POLICY_FILENAME, Env, synartesis_home
 from synartesis.services.install_state import load_state, now, save_state
 
 __all__ = [
@@ -1039,6 +1039,15 @@ def restore_from_backup(env: Env, backup_file: Path) -> RestoreResult:
         SynartesisError: reading or writing failed.
     """
     backup_file = Path(backup_file).expanduser()
+    ours = backups_dir(env).resolve()
+    try:
+        inside = backup_file.resolve().is_relative_to(ours)
+    except OSError:
+        inside = False
+    if not inside and backup_file.exists():
+        # the backup's sidecar names where it goes back to: only trust sidecars we wrote
+        raise UsageError(f"{backup_file} is not in synartesis's backups folder ({ours}); "
+                         "restore it by hand, or copy it there first")
     data = fsops.read_bytes(backup_file)
     if data is None:
         raise UsageError(f"no such backup: {backup_file}")

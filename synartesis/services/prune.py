@@ -29,7 +29,8 @@ def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> Pr
     if refs:
         candidates = [j.find_run(r) for r in refs]
     else:
-        if older_than_days is None or older_than_days < 0:
+        import math
+        if older_than_days is None or not math.isfinite(older_than_days) or older_than_days < 0:
             raise UsageError("--older-than needs a number of days, 0 or more")
         cutoff = (datetime.now(timezone.utc) - timedelta(days=older_than_days)).isoformat(timespec="milliseconds")
         candidates = [r for r in j.list_runs() if r.started_at.replace("Z", "+00:00") < cutoff]
