@@ -49,6 +49,18 @@ tools:
     inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
 """
 
+# The memory server's compensable create (inverse from what the server says it created).
+MEMORY_POLICY = """version: 1
+servers:
+  memory: {}
+tools:
+  - match: "memory.read_graph"
+    class: readonly
+  - match: "memory.create_entities"
+    class: compensable
+    inverse: {tool: memory.delete_entities, args: {entityNames: "$result.entities[].name"}}
+"""
+
 
 def synartesis_argv(*args: str) -> list[str]:
     """argv that runs this checkout's CLI."""

@@ -7,18 +7,7 @@ import asyncio
 import os
 import subprocess
 
-from helpers import FS_POLICY, open_journal, proxy_argv, sdk_session, text_of
-
-MEMORY_POLICY = """version: 1
-servers:
-  memory: {}
-tools:
-  - match: "memory.read_graph"
-    class: readonly
-  - match: "memory.create_entities"
-    class: compensable
-    inverse: {tool: memory.delete_entities, args: {entityNames: "$result.entities[].name"}}
-"""
+from helpers import FS_POLICY, MEMORY_POLICY, open_journal, proxy_argv, sdk_session, text_of
 
 GIT_POLICY = """version: 1
 servers:

@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 
-from helpers import FS_POLICY, cli, open_journal, proxy_argv, sdk_session, text_of
+from helpers import FS_POLICY, MEMORY_POLICY, cli, open_journal, proxy_argv, sdk_session, text_of
 
 
 
@@ -135,16 +135,7 @@ def test_show_live_answers_for_every_write(tmp_path, fs_server):
 
 def test_memory_create_entities_undo_removes_only_what_it_created(tmp_path, memory_server):
     manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text("""version: 1
-servers:
-  memory: {}
-tools:
-  - match: "memory.read_graph"
-    class: readonly
-  - match: "memory.create_entities"
-    class: compensable
-    inverse: {tool: memory.delete_entities, args: {entityNames: "$result.entities[].name"}}
-""")
+    manifest.write_text(MEMORY_POLICY)
     graph = tmp_path / "memory.jsonl"
     env = dict(os.environ, MEMORY_FILE_PATH=str(graph))
     argv = proxy_argv("memory", manifest, journal, memory_server)

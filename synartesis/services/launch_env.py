@@ -70,29 +70,13 @@ def entry_env(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, st
     Returns None when the client, file or entry cannot be found or parsed.
     """
     env = env or Env.current()
-    try:
-        desc = get_descriptor(str(origin.get("client")))
-    except Exception:
+    desc, entry = _entry(origin, env)
+    if desc is None or entry is None:
         return None
-    path = Path(str(origin.get("file", "")))
-    locations: list[ConfigLocation] = list(user_locations(desc, env)[0])
-    project = origin.get("project")
-    if project:
-        locations += project_locations(desc, env, [(str(project), Path(str(project)))])
-    for loc in locations:
-        if not _same(loc.path, path):
-            continue
-        found = read_location(desc, loc)
-        if found.view is None:
-            return None
-        for entry in found.view.entries:
-            if entry.name == origin.get("entry") and (not project or entry.project in (project, None)):
-                full = _client_env(entry.value, desc.expansion, env.environ, str(env.home))
-                raw = entry.value.get("env") if isinstance(entry.value, dict) else None
-                if not isinstance(raw, dict):
-                    return {}
-                return {k: full[k] for k in raw if k in full}
-    return None
-
+    raw = entry.value.get("env") if isinstance(entry.value, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    full = _client_env(entry.value, desc.expansion, env.environ, str(env.home))
+    return {k: full[k] for k in raw if k in full}
 
 del os
