@@ -4,7 +4,6 @@ into an existing file keeps the user's comments and rules."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path

@@ -7,7 +7,7 @@ import sys
 
 import yaml
 
-from test_install_flow import install, make_env, place
+from test_install_flow import make_env, place
 from synartesis.services.install import Progress
 
 

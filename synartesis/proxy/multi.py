@@ -20,7 +20,6 @@ from typing import Any
 
 from synartesis import __version__
 from synartesis.journal import Journal
-from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.pipeline import CallContext, ReadOutcome, run_read
 from synartesis.proxy.relay import _UNPARSEABLE, INSTRUCTIONS, Proxy, ProxyOptions, _id_key, _Wire, parse_frame

@@ -23,12 +23,10 @@ import collections
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from synartesis import __version__
 from synartesis.errors import UpstreamError
