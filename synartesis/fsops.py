@@ -165,6 +165,14 @@ def _replace(src: Path, dst: Path) -> None:
             time.sleep(0.05 * (i + 1))
 
 
+def _discard(tmp: Path) -> None:
+    """Remove a temporary file that will not be used (best effort)."""
+    try:
+        Path(tmp).unlink()
+    except OSError:
+        pass
+
+
 def _temp_beside(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> Path:
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".synartesis-tmp", dir=target.parent)
     tmp = Path(name)
@@ -180,10 +188,7 @@ def _temp_beside(target: Path, data: bytes, mode: int, owner: tuple[int, int] | 
             except OSError:
                 pass
     except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        _discard(tmp)
         raise
     return tmp
 
@@ -226,10 +231,7 @@ def replace_checked(path: Path, expected: bytes, new: bytes, *,
         except OSError as exc:
             raise SynartesisError(f"cannot replace {target}: {exc.strerror or exc}") from None
     except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        _discard(tmp)
         raise
     _fsync_dir(target.parent)
     if read_bytes(target) != new:
@@ -259,10 +261,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
         try:
             _replace(tmp, target)
         except BaseException:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            _discard(tmp)
             raise
     except OSError as exc:
         raise SynartesisError(f"cannot write {path}: {exc.strerror or exc}") from None

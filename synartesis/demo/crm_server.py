@@ -38,7 +38,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -93,18 +92,10 @@ def dump_store(data: dict[str, Any]) -> bytes:
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write the store through synartesis's one write path (temp file, fsync, atomic replace)."""
+    from synartesis import fsops
+
+    fsops.atomic_write(path, payload)
 
 
 def _id_number(cid: str) -> int | None:

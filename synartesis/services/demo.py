@@ -454,11 +454,13 @@ async def _run(d: _Demo, on_step: Callable[[DemoStep], None] | None) -> DemoResu
             on_step(step)
         return step.ok
 
-    d.policy.write_text(demo_policy_text(d.python, d.store), encoding="utf-8")
+    from synartesis import fsops  # the demo's own files, in its own temporary folder
+
+    fsops.atomic_write(d.policy, demo_policy_text(d.python, d.store).encode("utf-8"))
     from synartesis.demo.crm_server import SEED, dump_store
 
     seed = dump_store({"customers": SEED, "outbox": []})
-    d.store.write_bytes(seed)
+    fsops.atomic_write(d.store, seed)
 
     step = begin(1)
     run_id = await _step_damage(d, step)
