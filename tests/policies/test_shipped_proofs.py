@@ -296,7 +296,7 @@ def test_filesystem_write_over_the_snapshot_cap_is_refused(tmp_path: Path) -> No
 # -- every reversible/compensable rule of a live policy has a proof above -------------------------
 
 # policy id -> the tools whose reversible/compensable rules the tests above perform and undo.
-# (crm is proved by tests/test_crm_undo.py, which its owner maintains.)
+# (crm is proved by tests/undo/test_crm_undo.py, which its owner maintains.)
 PROVEN = {
     "filesystem": {"write_file", "edit_file", "move_file"},
     "memory": {"create_entities", "create_relations", "delete_entities"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_install_flow import DESKTOP, install, make_env, place, uninstall
+from installkit import DESKTOP, install, make_env, place, uninstall
 from synartesis.services.install import apply_uninstall, plan_uninstall
 from synartesis.services.install_state import load_state
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_install_flow import place
+from installkit import place
 
 # What Codex passes to a stdio server (codex-rs/rmcp-client/src/utils.rs, CLIENTS.md §1.4); a GUI
 # app such as Claude Desktop does not pass the shell's environment either.

@@ -9,7 +9,7 @@ import sys
 
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, proxy_argv
 from synartesis.redact import SECRET_MARK, redact_argv
-from test_install_flow import place
+from installkit import place
 
 
 def test_redact_argv_hides_values_not_shape():

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_install_flow import place
+from installkit import place
 
 
 async def _create(command: str, args: list[str], env: dict) -> None:

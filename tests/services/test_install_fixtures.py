@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from test_install_flow import fake_proxy, install, make_env, options, place, uninstall
+from installkit import fake_proxy, install, make_env, options, place, uninstall
 from synartesis.services.install import plan_install
 
-CASES = Path(__file__).resolve().parent / "fixtures" / "configs"
+CASES = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 FIXTURES = sorted(p for p in CASES.glob("*/*") if p.is_file()) if CASES.is_dir() else []
 
 

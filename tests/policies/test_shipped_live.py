@@ -19,7 +19,7 @@ import pytest
 from synartesis.proxy.upstream import introspect
 from synartesis.services.policies import load_shipped, named_tools, plan_server_policy, shipped_ids
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NODE = REPO / ".servers" / "node_modules" / "@modelcontextprotocol"
 SQLITE_BIN = REPO / ".servers" / "sqlite-venv" / "bin" / "mcp-server-sqlite"
 

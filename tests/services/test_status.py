@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_install_flow import fake_proxy, install, make_env, place
+from installkit import fake_proxy, install, make_env, place
 from synartesis.services.status import collect_status
 
 CURSOR = '{\n  "mcpServers": {\n    "mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},\n    "odd": {"command": "my-server"}\n  }\n}\n'

@@ -534,7 +534,7 @@ CURSOR = ('{\n  "mcpServers": {\n    "mem": {"command": "npx", "args": ["-y", "@
 
 
 def test_clients_view_shows_the_same_rows_as_status(world, fake_home, tmp_path):
-    from test_install_flow import install, make_env, place
+    from installkit import install, make_env, place
 
     from synartesis.paths import Env
     from synartesis.services.status import collect_status

@@ -7,7 +7,7 @@ import sys
 
 import yaml
 
-from test_install_flow import make_env, place
+from installkit import make_env, place
 from synartesis.services.install import Progress
 
 
@@ -41,7 +41,7 @@ def test_started_servers_get_a_checked_shipped_or_drafted_policy_and_failures_a_
         "broken": {"command": "definitely-not-a-command-xyz"},
     }}, indent=2))
     from synartesis.services.install import InstallOptions, apply_install, plan_install
-    from test_install_flow import fake_proxy
+    from installkit import fake_proxy
 
     rec = Recorder()
     env = make_env(fake_home)

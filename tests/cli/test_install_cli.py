@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_install_flow import DESKTOP, fake_proxy, place
+from installkit import DESKTOP, fake_proxy, place
 
 CODEX = '# codex\n[mcp_servers.git]\ncommand = "uvx"\nargs = ["mcp-server-git", "--token", "ghp_abcdefghijklmnop"]\n'
 
