@@ -12,6 +12,7 @@ __all__ = [
     "PolicyError",
     "JournalError",
     "NoJournalError",
+    "JournalConfigError",
     "UpstreamError",
     "ConflictError",
     "ConfigParseError",
@@ -70,6 +71,13 @@ class JournalError(SynartesisError):
 
 class NoJournalError(JournalError):
     """A command that reads the journal found none (only the proxy creates one)."""
+
+
+class JournalConfigError(JournalError):
+    """The journal named by the configuration cannot be used: not a journal, damaged, written
+    by a newer synartesis, or a directory. A configuration error (exit 2; issue 9 item 10)."""
+
+    exit_code = 2
 
 
 class UpstreamError(SynartesisError):

@@ -42,7 +42,7 @@ COMMAND_MODULES = (
 COMMAND_INDEX = {
     "list": "journal_cmds", "show": "journal_cmds", "gates": "journal_cmds", "approve": "journal_cmds",
     "deny": "journal_cmds", "close": "journal_cmds", "audit": "journal_cmds", "watch": "journal_cmds",
-    "undo": "undo_cmds", "prune": "undo_cmds",
+    "history": "journal_cmds", "undo": "undo_cmds", "redo": "undo_cmds", "prune": "undo_cmds",
     "install": "install_cmds", "status": "install_cmds", "uninstall": "install_cmds",
     "init": "policy_cmds", "check": "policy_cmds", "pin": "policy_cmds",
     "demo": "demo_cmds",

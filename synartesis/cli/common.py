@@ -10,7 +10,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
-__all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "shorten"]
+__all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "shorten", "visible",
+           "journal_for"]
 
 ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="P")
 JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="P")
@@ -52,3 +53,14 @@ def visible(value: Any) -> str:
     approves is what they see."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return text.translate(_INVISIBLE)
+
+
+def journal_for(manifest: str | None, journal: str | None) -> Any:
+    """Open the journal a command works on (never creates one) and say on stderr what opening
+    found and fixed (a journal or its folder open to others)."""
+    from synartesis.services.context import open_journal
+
+    j = open_journal(manifest, journal)
+    for w in j.warnings:
+        err_console().print(f"synartesis: warning: {w}", markup=False, highlight=False)
+    return j

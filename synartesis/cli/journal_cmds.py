@@ -1,4 +1,4 @@
-"""`list`, `show`, `gates`, `approve`, `deny`, `close`, `watch`, `audit`: reading the journal."""
+"""`list`, `show`, `gates`, `approve`, `deny`, `close`, `watch`, `audit`, `history`: reading the journal."""
 
 from __future__ import annotations
 
@@ -11,63 +11,98 @@ from rich.markup import escape
 from rich.table import Table
 
 from synartesis.cli.app import app
-from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, print_json, shorten, visible
+from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, shorten, visible
 from synartesis.errors import NoJournalError, UsageError
+from synartesis.journal import RunRow
 from synartesis.services.context import default_actor, open_journal, where
-from synartesis.services.runs import CLASS_BADGE, action_view, decide, pick_gated, run_summary, show_run
+from synartesis.services.runs import CLASS_BADGE, action_view, decide, pick_gated, run_summary
 
 
 @app.command("list")
-def list_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (no sessions)."),
+             manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
              as_json: bool = JsonOpt) -> None:
-    """Runs, newest first: id, label, status, started, action count."""
-    with open_journal(manifest, journal) as j:
-        runs = j.list_runs()
+    """Agent sessions, newest first, each with its runs: status, started, action counts."""
+    from synartesis.services.sessions import list_sessions
+    with journal_for(manifest, journal) as j:
+        flat = j.list_runs() if runs else []
+        sessions = [] if runs else list_sessions(j)
     if as_json:
-        print_json([run_summary(r) for r in runs])
+        print_json([run_summary(r) for r in flat] if runs else [s.as_json() for s in sessions])
         return
     out = console()
-    if not runs:
+    if not flat and not sessions:
         out.print("no runs recorded")
         return
     table = Table(box=None, pad_edge=False)
-    for col in ("run", "agent", "status", "started", "actions"):
+    for col in (("run", "session", "agent", "status", "started", "actions") if runs
+                else ("session / run", "agent / servers", "status", "started", "actions")):
         table.add_column(col, justify="right" if col == "actions" else "left")
-    for r in runs:
-        extra = []
-        if r.counts.get("unknown"):
-            extra.append(f"{r.counts['unknown']} of unknown outcome")
-        if r.counts.get("gated"):
-            extra.append(f"{r.counts['gated']} awaiting approval")
-        table.add_row(r.id[:8], escape(r.label or "-"), r.status, r.started_at,
-                      str(r.actions) + (f" ({'; '.join(extra)})" if extra else ""))
+    if runs:
+        for r in flat:
+            table.add_row(r.id[:8], (r.session_id or "-")[:10], escape(r.label or "-"), _status(r), r.started_at,
+                          _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
+    for s in sessions:
+        table.add_row(f"[bold]{s.session.id[:10]}[/]", escape(s.who), s.shown_status, s.session.started_at,
+                      _counts(s.actions, s.count("unknown"), s.count("gated"), f"{len(s.runs)} run{'s' if len(s.runs) != 1 else ''} · "))
+        for r in s.runs:
+            table.add_row(f"  run {r.id[:8]}", escape(", ".join(sorted(r.servers)) or "-"), _status(r), r.started_at,
+                          _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     out.print(table)
 
 
+def _status(r: RunRow) -> str:
+    return r.shown_status + (" (proxy gone)" if r.stale else "")
+
+
+def _counts(n: int, unknown: int, held: int, prefix: str = "") -> str:
+    extra = []
+    if unknown:
+        extra.append(f"{unknown} of unknown outcome")
+    if held:
+        extra.append(f"{held} awaiting approval")
+    return f"{prefix}{n}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
 @app.command("show")
-def show_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (default: the newest run)."),
-             live: bool = typer.Option(False, "--live", help="Read every resource the run touched now and say which writes still match."),
+def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: the newest session)."),
+             live: bool = typer.Option(False, "--live", help="Read every resource it touched now and say which writes still match."),
              manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
              as_json: bool = JsonOpt) -> None:
-    """A run's actions: seq, server.tool, class, status and the resolved inverse."""
+    """A session's or run's actions in order: seq, server.tool, class, status and the resolved inverse."""
     if live:
         from synartesis.cli.undo_cmds import show_live
-        raise typer.Exit(show_live(run, manifest, journal, as_json))
-    with open_journal(manifest, journal) as j:
-        view = show_run(j, run)
+        raise typer.Exit(show_live(target, manifest, journal, as_json))
+    from synartesis.services.sessions import show_target
+    with journal_for(manifest, journal) as j:
+        view = show_target(j, target)
     if as_json:
-        print_json({"run": run_summary(view.run), "actions": [a.as_json() for a in view.actions]})
+        print_json(view.as_json())
         return
     out = console()
-    r = view.run
-    out.print(f"[bold]run {r.id}[/]  agent {escape(r.label or '-')}  {r.status}  started {r.started_at}"
-              + (f"  ended {r.ended_at}" if r.ended_at else ""))
+    runs = view.runs
+    session = view.target.kind == "session"
+    if session and view.session is not None:
+        sv = view.session
+        out.print(f"[bold]session {sv.session.id}[/]  agent {escape(sv.who)}  {sv.shown_status}  "
+                  f"started {sv.session.started_at}  {len(sv.runs)} run{'s' if len(sv.runs) != 1 else ''}")
+        for r in sv.runs:
+            out.print(f"  run {r.id[:8]}  {escape(', '.join(sorted(r.servers)) or '-')}  {_status(r)}  started {r.started_at}"
+                      + (f"  ended {r.ended_at}" if r.ended_at else ""))
+    else:
+        r = view.target.runs[0]
+        out.print(f"[bold]run {r.id}[/]  agent {escape(r.label or '-')}  {_status(r)}  started {r.started_at}"
+                  + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}")
+        if r.end_note or r.stale:
+            out.print(f"  note: {escape(r.end_note or 'its proxy is gone; it is closed on the next write to the journal')}")
     if not view.actions:
         out.print("no actions recorded")
         return
     for a in view.actions:
         row = a.row
-        out.print(f"{row.seq:>4} {CLASS_BADGE.get(row.cls, '?')} {row.label:<13} [bold]{escape(row.qualified)}[/]  "
+        where = f"{row.run_id[:8]}:{row.seq:<3}" if session else f"{row.seq:>4}"
+        label = "unknown" if row.status == "pending" and not runs[row.run_id].live else row.label
+        out.print(f"{where} {CLASS_BADGE.get(row.cls, '?')} {label:<13} [bold]{escape(row.qualified)}[/]  "
                   f"[dim]{row.cls}[/]")
         out.print(f"       args: {escape(shorten(a.args))}")
         if row.decided_by:
@@ -83,53 +118,106 @@ def show_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (d
                 out.print(f"       undo: {escape(inv['server'])}.{escape(inv['tool'])} {escape(shorten(inv['args'], 160))}")
     counts: dict[str, int] = {}
     for a in view.actions:
-        counts[a.row.label] = counts.get(a.row.label, 0) + 1
+        key = "unknown" if a.row.status == "pending" and not runs[a.row.run_id].live else a.row.label
+        counts[key] = counts.get(key, 0) + 1
     with_undo = sum(1 for a in view.actions if a.inverse)
     out.print(f"\n{len(view.actions)} actions: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
               + f" | {with_undo} with a recorded undo")
 
 
 @app.command("gates")
-def gates_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not start servers to show the current state."),
+              manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
               as_json: bool = JsonOpt) -> None:
-    """Every call waiting for a person's approval, across all runs."""
-    with open_journal(manifest, journal) as j:
-        views = [action_view(j, a) for a in j.list_gated()]
+    """Every call waiting for a person's approval, across all runs, with what it would change."""
+    with journal_for(manifest, journal) as j:
+        held = j.list_gated()
+        views = [action_view(j, a) for a in held]
+        previews = _previews(j, held, manifest, read=not no_read)
         jpath = j.path
     if as_json:
-        print_json([v.as_json() for v in views])
+        print_json([dict(v.as_json(), preview=p.as_json()) for v, p in zip(views, previews)])
         return
     out = console()
     if not views:
         out.print("Nothing is waiting for a decision.")
         return
     from synartesis.proxy.payload import cli_command
-    for v in views:
+    for v, p in zip(views, previews):
         a = v.row
         out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{escape(a.qualified)}[/]")
-        out.print(f"          arguments: {escape(visible(v.args))}")  # whole: a person decides on them
-        out.print(f"          {a.cls}: {escape(a.note or 'held by policy')}")
+        _print_preview(out, v, p)
     by = default_actor()
     out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]} --by {by} --journal {jpath}")
     out.print(f"approve all:  {cli_command()} approve --all --by {by} --journal {jpath}")
     out.print(f"deny one:     {cli_command()} deny {views[0].row.id[:8]} --reason \"…\" --journal {jpath}")
 
 
+def _previews(j, held: list, manifest: Optional[str], read: bool = True) -> list:
+    """What each held call would change (the current state from its pre-read, when ``read``)."""
+    from synartesis.services.held import HeldPreview, preview_held, production_hits
+    policy = _policy_or_none(manifest)
+    if not read or not held:
+        return [HeldPreview(a, j.get_json(a.args_ref), production=production_hits(policy, a.server, j.get_json(a.args_ref)))
+                for a in held]
+    import asyncio
+    from synartesis.services.launch_env import entry_env
+    return asyncio.run(preview_held(j, held, policy, entry_env=entry_env))
+
+
+def _policy_or_none(manifest: Optional[str]):
+    from synartesis.errors import PolicyError
+    from synartesis.policy import load_policy
+    path = where(manifest).policy
+    if not path.exists():
+        return None
+    try:
+        return load_policy(path)
+    except PolicyError:
+        return None  # gates still lists what is held; `check` says what is wrong with the policy
+
+
+def _print_preview(out, v, p) -> None:
+    a = v.row
+    out.print(f"          arguments: {escape(visible(v.args))}")  # whole: a person decides on them
+    out.print(f"          {a.cls}: {escape(a.note or 'held by policy')}")
+    if p.production:
+        out.print(f"          [bold red]PRODUCTION[/]: the target matches {escape(', '.join(p.production))} "
+                  "(production_patterns in the policy)")
+    if p.current is not None and p.current.get("present"):
+        if p.diffs:
+            for arg, diff in p.diffs:
+                out.print(f"          what it would change in {escape(arg)}:")
+                for line in diff.splitlines() or ["(no difference)"]:
+                    out.print("            " + escape(line))
+        else:
+            out.print(f"          now: {escape(shorten(p.current.get('value'), 400))}")
+    elif p.note:
+        out.print(f"          now: {escape(p.note)}")
+
+
 def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Optional[str], approve: bool,
-            manifest: Optional[str], journal: Optional[str], as_json: bool) -> None:
+            manifest: Optional[str], journal: Optional[str], as_json: bool, read: bool = True) -> None:
     if action and all_:
         raise UsageError("give an action id or --all, not both")
-    with open_journal(manifest, journal) as j:
+    with journal_for(manifest, journal) as j:
         if all_ and not j.list_gated():
             console().print("nothing is awaiting approval")
             return
         targets = pick_gated(j, action, all_)
+        # what the approval lets through, shown with the decision (issue 10 item 10)
+        previews = _previews(j, targets, manifest, read=read and approve) if approve else []
+        views = [action_view(j, a) for a in targets]
         results = decide(j, targets, approve, by or default_actor(), reason)
     if as_json:
-        print_json([{"id": d.action.id, "ok": d.ok, "message": d.message} for d in results])
+        print_json([dict({"id": d.action.id, "ok": d.ok, "message": d.message},
+                         **({"preview": previews[k].as_json()} if previews else {})) for k, d in enumerate(results)])
     else:
         out = console()
-        for d in results:
+        for k, d in enumerate(results):
+            if previews and d.ok:
+                out.print(f"[bold]{d.action.id[:8]}[/]  [bold]{escape(d.action.qualified)}[/]")
+                _print_preview(out, views[k], previews[k])
             out.print(escape(d.message))
     if not all(d.ok for d in results):
         raise typer.Exit(1)
@@ -139,10 +227,11 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
 def approve_cmd(action: Optional[str] = typer.Argument(None, help="Held action id or prefix."),
                 all_: bool = typer.Option(False, "--all", help="Approve every held call."),
                 by: Optional[str] = typer.Option(None, "--by", help="Who approves (default: the OS user)."),
+                no_read: bool = typer.Option(False, "--no-read", help="Do not start servers to show the current state."),
                 manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
                 as_json: bool = JsonOpt) -> None:
-    """Approve a held call once; the agent's identical retry within an hour goes through."""
-    _decide(action, all_, by, None, True, manifest, journal, as_json)
+    """Approve a held call once (showing what it will change); the agent's identical retry within an hour goes through."""
+    _decide(action, all_, by, None, True, manifest, journal, as_json, read=not no_read)
 
 
 @app.command("deny")
@@ -160,18 +249,23 @@ def deny_cmd(action: Optional[str] = typer.Argument(None, help="Held action id o
 def close_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (default: the newest active run)."),
               force: bool = typer.Option(False, "--force", help="Close it even if its proxy still seems to run."),
               manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt) -> None:
-    """Close a run that a killed proxy left active."""
+    """Close a run whose proxy was killed; its calls still in flight become of unknown outcome.
+
+    Runs whose proxy is gone (the pid is dead, or belongs to a process started later) are
+    closed by any command that writes to the journal; this closes one by hand.
+    """
     from synartesis.errors import ConflictError
-    from synartesis.journal.store import process_alive
-    with open_journal(manifest, journal) as j:
+    with journal_for(manifest, journal) as j:
         target = j.find_run(run, status=("active",)) if run is None else j.find_run(run)
-        if target.status == "active" and target.pid and process_alive(target.pid) and not force:
+        if target.live and not force:
             raise ConflictError(f"run {target.id[:8]} is still being written by its proxy (pid {target.pid}); "
                                 "stop the agent first, or add --force if that process is not a proxy")
-        if target.status != "active" or not j.close_run(target.id):
+        if target.status != "active" or not j.close_run(target.id, "closed by hand (synartesis close)"):
             console().print(f"{target.id} was not active.")
             raise typer.Exit(1)
-    console().print(f"closed {target.id}")
+        closed = j.find_run(target.id)
+    unknown = closed.unknown
+    console().print(f"closed {target.id}" + (f" ({unknown} of unknown outcome)" if unknown else ""))
 
 
 @app.command("audit")
@@ -179,7 +273,7 @@ def audit_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (
               manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
               as_json: bool = JsonOpt) -> None:
     """Verify each run's hash chain and say where it breaks (exit 1 if anything was edited)."""
-    with open_journal(manifest, journal) as j:
+    with journal_for(manifest, journal) as j:
         runs = [j.find_run(run)] if run else j.list_runs()
         results = [j.audit(r.id) for r in runs]
     if as_json:
@@ -246,3 +340,36 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
                 time.sleep(interval)
         except KeyboardInterrupt:
             return
+
+
+@app.command("history")
+def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: everything)."),
+                manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+                as_json: bool = JsonOpt) -> None:
+    """Every undo, redo, approval and denial: who, when, each step, and the original call."""
+    from synartesis.services.history import history
+    with journal_for(manifest, journal) as j:
+        entries = history(j, target)
+    if as_json:
+        print_json([e.as_json() for e in entries])
+        return
+    out = console()
+    if not entries:
+        out.print("nothing was undone, redone, approved or denied" + (f" in {escape(target)}" if target else ""))
+        return
+    for e in entries:
+        if e.kind in ("approved", "denied"):
+            call = e.call or {}
+            out.print(f"{e.at}  [bold]{e.kind}[/] by {escape(e.by)}  {escape(e.target)} {escape(shorten(call.get('args'), 120))}"
+                      f"  [dim](run {str(call.get('run'))[:8]} seq {call.get('seq')})[/]")
+            if e.reason:
+                out.print(f"    reason: {escape(e.reason)}")
+            continue
+        out.print(f"{e.at}  [bold]{e.kind}[/] of {escape(e.target)} by {escape(e.by)}  → {escape(e.status or '-')}"
+                  + (f"  (ended {e.ended_at})" if e.ended_at else ""))
+        for s in e.steps:
+            call = s.get("call") or {}
+            what = f"{call.get('server')}.{call.get('tool')} {shorten(call.get('args'), 100)}" if call else "(pruned)"
+            where = f"{str(s.get('run') or '')[:8]}:{s.get('seq')}"
+            out.print(f"    {where:<12} {s.get('kind') or '':<16} {escape(s.get('outcome') or s.get('reason') or '')}")
+            out.print(f"                 [dim]{escape(what)}[/]")

@@ -1,4 +1,4 @@
-"""`undo`, `show --live` and `prune`."""
+"""`undo`, `redo`, `show --live` and `prune`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import typer
 from rich.markup import escape
 
 from synartesis.cli.app import app
-from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, print_json, shorten
+from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, shorten
 from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
-from synartesis.services.context import default_actor, open_journal, where
+from synartesis.services.context import default_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
 
-_KIND_STYLE = {"revert": "green", "already-reverted": "green", "skip": "dim", "permanent": "yellow",
-               "kept": "dim", "halt": "bold red", "overwrite": "bold yellow"}
+_KIND_STYLE = {"revert": "green", "already-reverted": "green", "redo": "green", "already-redone": "green",
+               "skip": "dim", "permanent": "yellow", "kept": "dim", "left": "dim", "halt": "bold red",
+               "overwrite": "bold yellow"}
 
 
 def _policy(manifest: Optional[str]) -> Policy | None:
@@ -27,91 +28,158 @@ def _policy(manifest: Optional[str]) -> Policy | None:
 
 
 @app.command("undo")
-def undo_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (default: the newest run that is not active)."),
-             to: Optional[int] = typer.Option(None, "--to", help="Undo down to this seq only (newer actions first)."),
+def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: the newest session with something to undo)."),
+             to: Optional[int] = typer.Option(None, "--to", help="Undo a run down to this seq only (newer actions first)."),
+             only: Optional[int] = typer.Option(None, "--only", help="Undo this one seq of the run."),
              dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
              replan: bool = typer.Option(False, "--replan", help="Rebuild inverses and reads from the current policy using the captured state."),
-             force: bool = typer.Option(False, "--force", help="Undo an active run / list what would be overwritten despite drift; with --yes, do it."),
+             force: bool = typer.Option(False, "--force", help="Undo a live run / list what would be overwritten despite drift; with --yes, do it."),
              yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead."),
              by: Optional[str] = typer.Option(None, "--by", help="Who is undoing (default: the OS user)."),
              manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
              as_json: bool = JsonOpt) -> None:
-    """Put back what a run changed, newest first; stop at the first sign the world moved on."""
+    """Put back what an agent session (or one run) changed, newest first; stop at the first sign the world moved on."""
     if yes and not force:
         raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
-    policy = _policy(manifest)
-    from synartesis.services.launch_env import entry_env
-    opts = UndoOptions(run=run, to=to, dry_run=dry_run, replan=replan, force=force, yes=yes,
-                       by=by or default_actor(), policy=policy, entry_env=entry_env)
-    if replan and policy is None:
-        raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
-    with open_journal(manifest, journal) as j:
+    if to is not None and only is not None:
+        raise typer.BadParameter("--to and --only do not go together", param_hint="--only")
+    opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by)
+    opts.to, opts.only = to, only
+    with journal_for(manifest, journal) as j:
         report = asyncio.run(undo_run(j, opts))
     if as_json:
         print_json(report.as_json())
     else:
         render_undo(report)
-    raise typer.Exit(0 if report.status == "rolled_back" and not report.halted and not report.overwrites else 1)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command("redo")
+def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: what the newest undo reverted)."),
+             dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
+             force: bool = typer.Option(False, "--force", help="Redo a live run / list what would be overwritten despite drift; with --yes, do it."),
+             yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead."),
+             by: Optional[str] = typer.Option(None, "--by", help="Who is redoing (default: the OS user)."),
+             manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+             as_json: bool = JsonOpt) -> None:
+    """Re-apply what the last undo reverted, oldest first; irreversible calls are never re-sent."""
+    if yes and not force:
+        raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
+    from synartesis.undo import redo
+    opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by)
+    with journal_for(manifest, journal) as j:
+        report = asyncio.run(redo(j, opts))
+    if as_json:
+        print_json(report.as_json())
+    else:
+        render_undo(report)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _options(target: Optional[str], manifest: Optional[str], **kw) -> UndoOptions:
+    from synartesis.services.launch_env import entry_env
+    policy = _policy(manifest)
+    if kw.get("replan") and policy is None:
+        raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
+    by = kw.pop("by") or default_actor()
+    return UndoOptions(run=target, by=by, policy=policy, entry_env=entry_env, **kw)
+
+
+_TITLES = {"undo": "U N D O", "redo": "R E D O", "saga": "S A G A"}
+
+
+def _where(report: UndoReport, s) -> str:
+    """A step's place: its seq in a run, ``run:seq`` in a session."""
+    if report.target == "session" and s.run:
+        return f"{s.run[:8]}:{s.seq:<3}"
+    return f"{s.seq:>3}"
 
 
 def render_undo(report: UndoReport) -> None:
-    """Print an undo report (used by the CLI, the demo and the console)."""
+    """Print an undo or redo report (used by the CLI, the demo and the console)."""
     out = console()
-    title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else "U N D O")
-    out.print(f"\n  [bold]{title}[/]  {report.run}")
+    redo = report.kind == "redo"
+    if report.picked:
+        out.print(f"\n  picked {escape(report.target_name)}: {escape(report.picked)}")
+    for line in report.skipped:
+        out.print(f"  [dim]{escape(line)}[/]")
+    if report.status == "nothing":
+        out.print(f"\n  {escape(report.message or 'nothing to do')}")
+        out.print("\n  [bold]R E S U L T[/]  nothing " + ("redone" if redo else "undone") + " (nothing was sent)\n")
+        return
+    title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else _TITLES.get(report.kind, "U N D O"))
+    out.print(f"\n  [bold]{title}[/]  {escape(report.target_name or report.run)}")
     for w in report.warnings:
         out.print(f"  [yellow]warning:[/] {escape(w)}")
-    main = [s for s in report.steps if s.kind != "kept"]
-    kept = [s for s in report.steps if s.kind == "kept"]
+    main = [s for s in report.steps if s.kind not in ("kept", "left")]
+    aside = [s for s in report.steps if s.kind in ("kept", "left")]
     for s in main:
         style = _KIND_STYLE.get(s.kind, "")
-        tag = "  [unverified]" if s.kind == "revert" and not s.verified and s.outcome != "would call" else ""
-        out.print(f"  {s.seq:>3}  [{style}]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}{tag}")
+        tag = "  [unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
+        out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}{tag}")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
             prefix = "replanned, " if s.replanned else ""
             out.print(f"         {prefix}{verb} {escape(call['server'])}.{escape(call['tool'])} {escape(shorten(call['args'], 120))}")
-        if s.kind == "revert" and s.outcome and s.outcome != "would call":
-            out.print(f"         → {s.outcome}")
+        if s.kind in ("revert", "redo") and s.outcome and s.outcome != "would call":
+            out.print(f"         → {escape(s.outcome)}")
+            if not s.verified and s.after is not None:
+                seen = "absent" if not s.after.get("present") else shorten(s.after.get("value"), 120)
+                out.print(f"           read back now: {escape(seen)}")
+        if s.kind == "redo" and s.detail:
+            out.print(f"         [yellow]{escape(s.detail)}[/]")
         if s.kind == "overwrite" and s.detail:
             for line in s.detail.splitlines()[1:]:
                 out.print(f"         {escape(line.strip())}")
-    if kept:
+    if aside:
         out.print("\n  left alone")
-        for s in kept:
-            out.print(f"  {s.seq:>3}  [dim]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}")
+        for s in aside:
+            out.print(f"  {_where(report, s)}  [dim]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}")
     if report.halted:
         h = report.halted
-        out.print(f"\n  [bold red]halted at sequence {h.seq}[/]  {escape(h.reason)}")
+        out.print(f"\n  [bold red]halted at sequence {h.seq}[/]" + (f" of run {h.run[:8]}" if report.target == "session" and h.run else "")
+                  + f"  {escape(h.reason)}")
         for line in (h.detail or "").splitlines():
             out.print(f"  {escape(line)}")
         if not report.dry_run:
-            newer = report.changed > 0
-            out.print("\n  Nothing older than this was touched. Three ways on:")
-            out.print("    1. leave it as it is" + (" (the newer actions stay undone);" if newer else " (nothing was changed);"))
-            out.print("    2. put the resource back the way the run left it, then run `synartesis undo --replan`;")
-            out.print("    3. `synartesis undo --force` to see what would be overwritten, then `--force --yes` to overwrite it.")
+            if redo:
+                out.print("\n  Nothing after this was re-sent. Three ways on:")
+                out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
+                out.print("    2. put the resource back the way the undo left it, then run `synartesis redo` again;")
+                out.print("    3. `synartesis redo --force` to see what would be overwritten, then `--force --yes` to send it anyway.")
+            else:
+                out.print("\n  Nothing older than this was touched. Three ways on:")
+                out.print("    1. leave it as it is" + (" (the newer actions stay undone);" if report.changed
+                                                         else " (nothing was sent);" if not report.sent
+                                                         else " (an inverse was sent; see above);"))
+                out.print("    2. put the resource back the way the run left it, then run `synartesis undo --replan`;")
+                out.print("    3. `synartesis undo --force` to see what would be overwritten, then `--force --yes` to overwrite it.")
     if report.left_in_place:
         n = len(report.left_in_place)
         out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
+    if report.status == "compensated" and not report.dry_run:
+        n = report.unverified
+        out.print(f"\n  {n} compensation{'s' if n != 1 else ''} could not be checked against the state before "
+                  f"{'their calls' if n != 1 else 'its call'} (none was captured), so {'they are' if n != 1 else 'it is'} "
+                  "marked unverified: check by hand.")
     if report.preview_force:
         if report.overwrites:
-            out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was changed.")
+            out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
         else:
-            out.print("\n  nothing has drifted; --force --yes would do what the plan above shows. Nothing was changed.")
+            out.print("\n  nothing has drifted; --force --yes would do what the plan above shows. Nothing was sent.")
     elif report.dry_run:
-        n = sum(1 for s in report.steps if s.kind == "revert")
-        out.print(f"\n  {n} would be reverted · nothing was changed")
-    status = report.status
+        n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
+        out.print(f"\n  {n} would be {'redone' if redo else 'reverted'} · nothing was sent")
+    status = report.shown_status
     if report.halted and not report.dry_run and not report.changed:
-        status = "halted — nothing was changed"
+        status = "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
     out.print(f"\n  [bold]R E S U L T[/]  {status}{' (dry run)' if report.dry_run else ''}\n")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:
     """`show RUN --live`; returns the exit code (1 when anything drifted or is unreadable)."""
     policy = _policy(manifest)
-    with open_journal(manifest, journal) as j:
+    with journal_for(manifest, journal) as j:
         from synartesis.services.launch_env import entry_env
         report = asyncio.run(live_check(j, run, policy, entry_env=entry_env))
     if as_json:
@@ -140,7 +208,7 @@ def prune_cmd(runs: Optional[list[str]] = typer.Argument(None, help="Runs to del
               as_json: bool = JsonOpt) -> None:
     """Delete whole runs and shrink the journal; never an active run, one holding a call, or one whose undo halted."""
     from synartesis.services.prune import apply_prune, plan_prune
-    with open_journal(manifest, journal) as j:
+    with journal_for(manifest, journal) as j:
         plan = plan_prune(j, list(runs or []), older_than)
         after = apply_prune(j, plan) if yes else plan.bytes_before
     if as_json:

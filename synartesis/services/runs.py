@@ -1,14 +1,14 @@
-"""Reading the journal and deciding held calls: list, show, gates, approve, deny, close."""
+"""Reading actions and deciding held calls: what ``show``, ``gates``, ``approve`` and ``deny`` use."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from synartesis.errors import ConflictError, UsageError
 from synartesis.journal import ActionRow, Journal, RunRow
 
-__all__ = ["ActionView", "RunView", "run_summary", "action_view", "show_run", "decide", "Decision",
+__all__ = ["ActionView", "run_summary", "action_view", "decide", "Decision",
            "pick_gated", "CLASS_BADGE"]
 
 CLASS_BADGE = {"readonly": "·", "reversible": "←", "compensable": "≈", "irreversible": "!"}
@@ -40,18 +40,15 @@ class ActionView:
         return out
 
 
-@dataclass(frozen=True)
-class RunView:
-    run: RunRow
-    actions: list[ActionView] = field(default_factory=list)
-    carriers: dict = field(default_factory=dict)  # used approval → "seq N of run R" that carried it
-
-
 def run_summary(run: RunRow) -> dict:
-    """JSON shape of a run in ``list --json``."""
-    return {"id": run.id, "label": run.label, "client": run.client, "startedAt": run.started_at,
-            "endedAt": run.ended_at, "status": run.status, "actions": run.actions,
-            "unknown": run.counts.get("unknown", 0), "held": run.counts.get("gated", 0)}
+    """JSON shape of a run in ``list --json`` (``status`` as stored; ``statusText`` as shown:
+    a run whose proxy is gone reads as ended, ``compensated`` carries its unverified count)."""
+    return {"id": run.id, "session": run.session_id, "label": run.label, "client": run.client,
+            "startedAt": run.started_at, "endedAt": run.ended_at, "status": run.status,
+            "statusText": run.shown_status, "unverified": run.unverified, "stale": run.stale,
+            "note": run.end_note or ("its proxy is gone; it is closed on the next write to the journal" if run.stale else None),
+            "servers": sorted(run.servers), "actions": run.actions, "unknown": run.unknown,
+            "held": run.counts.get("gated", 0)}
 
 
 def action_view(j: Journal, a: ActionRow, full: bool = False) -> ActionView:
@@ -60,22 +57,6 @@ def action_view(j: Journal, a: ActionRow, full: bool = False) -> ActionView:
         return ActionView(a, j.get_json(a.args_ref), j.get_json(a.inverse_ref))
     return ActionView(a, j.get_json(a.args_ref), j.get_json(a.inverse_ref), j.get_json(a.snapshot_ref),
                       j.get_json(a.result_ref), j.get_json(a.post_ref), j.get_json(a.verify_ref))
-
-
-def show_run(j: Journal, ref: str | None, full: bool = False) -> RunView:
-    """A run (default: the newest) with every action.
-
-    Raises:
-        UsageError: no run matches.
-    """
-    run = j.find_run(ref)
-    actions = j.actions(run.id)
-    carriers = {}
-    for a in actions:
-        if a.used_by:
-            c = j.get_action(a.used_by)
-            carriers[a.used_by] = f"seq {c.seq}" + ("" if c.run_id == run.id else f" of run {c.run_id[:8]}")
-    return RunView(run, [action_view(j, a, full) for a in actions], carriers)
 
 
 @dataclass(frozen=True)

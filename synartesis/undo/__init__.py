@@ -1,5 +1,8 @@
-"""Undo: walk a run's actions newest first and put back what they changed, halting at drift."""
+"""Undo and redo: the engines, ``show --live``, and starting the servers a run touched."""
 
-from synartesis.undo.engine import UndoOptions, UndoReport, Step, undo_run, live_check, LiveReport
+from synartesis.undo.engine import Step, UndoOptions, UndoReport, saga_text, undo_run, undo_target
+from synartesis.undo.live import LiveItem, LiveReport, live_check
+from synartesis.undo.redo import redo
 
-__all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "live_check", "LiveReport"]
+__all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "redo", "saga_text", "live_check",
+           "LiveReport", "LiveItem"]

@@ -1,6 +1,7 @@
 """The undo engine (reference-spec §5, DESIGN §6, with reference-spec §10's defects fixed).
 
-Walks a run's actions newest first (LIFO by seq) and, per action:
+Walks a run's or a session's actions newest first (a session's across all of its servers, in
+journal-wide order) and, per action:
 - skips readonly and never-applied actions (readonly whatever its status: defect 6);
 - halts on ``unknown``/``pending`` (outcome unknown), on drift, on a failed re-read, and on an
   inverse whose outcome is unknown; a halt writes nothing more and leaves older actions alone;
@@ -8,31 +9,36 @@ Walks a run's actions newest first (LIFO by seq) and, per action:
 - steps over a permanent action (no usable inverse): reported, left in place, run ``partial``;
 - sends the stored inverse (a list runs in order as one step) with an idempotency key, then
   re-reads where a read exists: ``restored (verified)`` or ``sent (unverified)`` — never a
-  claim that was not checked.
+  claim that was not checked. A run whose undo sent any compensation it could not check ends
+  ``compensated (unverified: N)``, not ``rolled_back``; a run in which nothing was reverted
+  keeps its status, and an undo that reverted nothing says so (issue 10 items 2, 4).
 
 Halts found from statuses alone are not written to the journal, so a repeated undo halts at
-the same place with the same words. Every real attempt is recorded (who, when, each step).
+the same place with the same words. Every real attempt is recorded (who, when, each step) and
+chained in the event log of each run it touched.
+
+The walk needs servers only through a :class:`~synartesis.undo.servers.ServerPool`: the CLI's
+starts them from the runs' launch lines; saga mode passes the proxy's own connection
+(:func:`undo_target` with ``servers``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from synartesis.canonical import canonical
-from synartesis.errors import ConflictError, UpstreamError, UsageError
-from synartesis.journal import ActionRow, Journal, RunRow
+from synartesis.errors import ConflictError, UsageError
+from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
 from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.proxy.pipeline import ReadOutcome, resolve_call, run_read
-from synartesis.proxy.upstream import RequestFailed, Upstream
-from synartesis.undo.launch import launch_specs
+from synartesis.proxy.pipeline import resolve_call
+from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, SpawnedServers
+from synartesis.undo.targets import Target, pick_session, resolve_target
 
-__all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "live_check", "LiveReport", "LiveItem",
-           "IDEMPOTENCY_KEY"]
+__all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
+           "prior_state", "resource_key", "replan_action", "saga_text"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
 NEVER_APPLIED = {"failed": "never applied (failed)", "denied": "never applied (denied)",
@@ -44,17 +50,21 @@ class UndoOptions:
     """What to undo and how.
 
     Attributes:
-        run: run id or prefix; None = the newest run that is not active.
-        to: lowest seq to undo (``--to``); None = all.
+        run: a run or session id (or prefix, or a ``SYNARTESIS_SESSION`` name); None = the
+            newest session that has something to undo.
+        to: lowest seq to undo (``--to``, a run only); None = all.
+        only: undo this one seq of the run (``--only``); refused when a later action of the
+            session touched the same resource, unless ``force``.
         dry_run: plan only: reads current state, sends nothing, writes nothing.
         replan: rebuild inverses and reads from ``policy`` using the captured state.
-        force: allow an active run; with ``yes`` overwrite drifted resources, without it
-            list every resource it would overwrite (with both values) and stop.
+        force: allow a live run; with ``yes`` overwrite drifted resources, without it list
+            every resource it would overwrite (with both values) and stop.
         by: who is undoing (recorded).
     """
 
     run: str | None = None
     to: int | None = None
+    only: int | None = None
     dry_run: bool = False
     replan: bool = False
     force: bool = False
@@ -69,11 +79,12 @@ class UndoOptions:
 
 @dataclass
 class Step:
-    """One action's outcome in an undo.
+    """One action's outcome in an undo or redo.
 
     ``kind``: ``revert``, ``already-reverted``, ``skip``, ``permanent``, ``kept``, ``halt``,
-    ``overwrite`` (``--force`` preview). ``outcome`` for a revert: ``restored (verified)``,
-    ``sent (unverified)`` or ``would call`` (dry run).
+    ``overwrite`` (``--force`` preview); for a redo ``redo`` and ``left``. ``outcome`` for a
+    revert: ``restored (verified)``, ``sent (unverified)`` or ``would call`` (dry run).
+    ``after``: what a read showed once the inverse was sent (kept for redo's drift check).
     """
 
     seq: int
@@ -88,10 +99,21 @@ class Step:
     replanned: bool = False
     expected: Any = None
     actual: Any = None
+    run: str | None = None
+    gseq: int | None = None
+    after: Any = None
 
 
 @dataclass
 class UndoReport:
+    """What an undo (or redo, or saga rollback) did, per step, and how it ended.
+
+    ``run``: the target's id (a run or a session). ``status``: ``rolled_back``,
+    ``compensated`` (with ``unverified``), ``partial``, ``redone`` or ``nothing`` (nothing to
+    do: ``message`` says why). ``runs``: each touched run's status afterwards. ``sent``: how
+    many calls went to a server (so no report says "nothing was changed" after it sent any).
+    """
+
     run: str
     dry_run: bool
     status: str
@@ -100,13 +122,22 @@ class UndoReport:
     warnings: list[str] = field(default_factory=list)
     preview_force: bool = False
     undo_id: str | None = None
+    kind: str = "undo"
+    target: str = "run"
+    target_name: str = ""
+    runs: dict[str, str] = field(default_factory=dict)
+    unverified: int = 0
+    sent: int = 0
+    picked: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    message: str | None = None
 
     @property
     def changed(self) -> int:
         """How many actions this attempt put back (inverses sent, or found already reverted)."""
         if self.dry_run:
             return 0
-        return sum(1 for s in self.steps if (s.kind == "revert" and s.outcome != "would call")
+        return sum(1 for s in self.steps if (s.kind in ("revert", "redo") and s.outcome != "would call")
                    or (s.kind == "already-reverted" and s.reason != "already rolled back"))
 
     @property
@@ -117,71 +148,30 @@ class UndoReport:
     def overwrites(self) -> list[Step]:
         return [s for s in self.steps if s.kind == "overwrite"]
 
+    @property
+    def shown_status(self) -> str:
+        return status_text(self.status, self.unverified)
+
+    @property
+    def ok(self) -> bool:
+        """Did it do everything asked (the CLI's exit 0)?"""
+        return self.status in ("rolled_back", "compensated", "redone") and not self.halted and not self.overwrites
+
     def as_json(self) -> dict:
-        return {"run": self.run, "dryRun": self.dry_run, "status": self.status,
+        return {"run": self.run, "kind": self.kind, "target": self.target, "targetName": self.target_name,
+                "dryRun": self.dry_run, "status": self.status, "statusText": self.shown_status,
+                "unverified": self.unverified, "sent": self.sent, "runs": self.runs,
                 "halted": asdict(self.halted) if self.halted else None,
                 "steps": [asdict(s) for s in self.steps], "warnings": self.warnings,
-                "forcePreview": self.preview_force, "undo": self.undo_id}
-
-
-class _Servers:
-    """The servers an undo talks to, started on first use from the run's launch lines."""
-
-    def __init__(self, run: RunRow, policy: Policy | None, entry_env: Any = None) -> None:
-        self.run = run
-        self.policy = policy
-        self.entry_env = entry_env
-        self.ups: dict[str, Upstream] = {}
-        self.errors: dict[str, str] = {}
-        self.warnings: list[str] = []
-
-    async def start(self, names: set[str]) -> None:
-        specs, problems = launch_specs(names, self.run.servers, self.policy, entry_env=self.entry_env)
-        for p in problems:
-            self.errors[p.split(":", 1)[0]] = p
-        for spec in specs.values():
-            self.warnings.extend(spec.warnings)
-
-        async def one(spec) -> None:
-            ctx = Upstream.spawn(spec.command, spec.args, env=spec.env, cwd=spec.cwd, label=spec.server)
-            up = await ctx.__aenter__()
-            try:
-                await up.initialize()
-            except UpstreamError as exc:
-                await up.close()
-                self.errors[spec.server] = str(exc)
-                return
-            self.ups[spec.server] = up
-
-        results = await asyncio.gather(*(one(s) for s in specs.values()), return_exceptions=True)
-        for spec, res in zip(specs.values(), results):
-            if isinstance(res, BaseException):
-                self.errors[spec.server] = str(res)
-
-    def get(self, name: str) -> Upstream | None:
-        return self.ups.get(name)
-
-    async def close(self) -> None:
-        await asyncio.gather(*(u.close() for u in self.ups.values()), return_exceptions=True)
-
-
-def _observation(out: ReadOutcome) -> dict | None:
-    return out.observation()
+                "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
+                "skipped": self.skipped, "message": self.message}
 
 
 def _same(a: Any, b: Any) -> bool:
     return canonical(a) == canonical(b)
 
 
-async def _read(servers: _Servers, read: dict, opts: UndoOptions) -> ReadOutcome:
-    up = servers.get(read["server"])
-    if up is None:
-        why = servers.errors.get(read["server"], f"server {read['server']} is not running")
-        return ReadOutcome("failed", reason=why)
-    return await run_read(up.child.request, read, timeout=opts.read_timeout, max_bytes=opts.max_snapshot_bytes)
-
-
-def _prior_state(a: ActionRow, snapshot: Any) -> dict | None:
+def prior_state(a: ActionRow, snapshot: Any) -> dict | None:
     """The state the inverse should produce, when the pre-read tells it."""
     if a.prior == "captured":
         return {"present": True, "value": snapshot}
@@ -190,13 +180,25 @@ def _prior_state(a: ActionRow, snapshot: Any) -> dict | None:
     return None
 
 
-def _replan(j: Journal, a: ActionRow, policy: Policy) -> tuple[list | None, dict | None, str | None]:
-    """(inverse, verify read, error) rebuilt from the current policy and captured state."""
+def resource_key(run: RunRow | None, read: dict | None) -> str | None:
+    """What a read reads, as one string: the server as its run launched it plus the canonical
+    call (issue 10 item 6). Two runs that started a server the same way share resources."""
+    if read is None:
+        return None
+    launch = (run.servers.get(read.get("server")) if run is not None else None) or {}
+    return canonical([read.get("server"), {k: launch.get(k) for k in ("command", "args", "cwd")},
+                      read.get("tool"), read.get("args")])
+
+
+def replan_action(j: Journal, a: ActionRow, policy: Policy, result: Any = ...) -> tuple[list | None, dict | None, str | None]:
+    """(inverse, verify read, error) rebuilt from the current policy and captured state
+    (``result``: a new result to resolve ``$result`` against, for a redo)."""
     args = j.get_json(a.args_ref)
     rule = policy.rule_for(a.server, a.tool, args)
     scope: dict[str, Any] = {"args": args}
-    if a.result_ref:
-        scope["result"] = payload(j.get_json(a.result_ref))
+    raw = j.get_json(a.result_ref) if result is ... else result
+    if raw is not None:
+        scope["result"] = payload(raw)
     if a.prior == "captured":
         scope["snapshot"] = j.get_json(a.snapshot_ref)
     try:
@@ -211,49 +213,89 @@ def _replan(j: Journal, a: ActionRow, policy: Policy) -> tuple[list | None, dict
     return inverse, verify, None
 
 
-def _pick_run(j: Journal, opts: UndoOptions) -> RunRow:
+def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
     if opts.run:
-        return j.find_run(opts.run)
-    try:
-        return j.find_run(None, newest_not_active=True)
-    except UsageError:
-        runs = j.list_runs()
-        if runs:
-            raise UsageError("every run is still active; name one and add --force to undo a live run") from None
-        raise
+        t = resolve_target(j, opts.run)
+    else:
+        t, skipped, live = pick_session(j, allow_live=opts.force)
+        if t is None:
+            if live:
+                raise ConflictError("the only sessions with something to undo are still active: "
+                                    + "; ".join(x.name for x in live[:3])
+                                    + ". Stop the agent first, or name the session and add --force")
+            return UndoReport(run="", dry_run=opts.dry_run, status="nothing", skipped=skipped,
+                              message="nothing can be undone: no session has anything left to undo")
+    if (opts.to is not None or opts.only is not None) and t.kind != "run":
+        with_actions = [r for r in t.runs if r.actions]
+        if len(with_actions) == 1:  # a session of one run: its seqs are the run's
+            return Target("run", with_actions[0].id, with_actions, t.session, t.picked, t.skipped)
+        flag = "--to" if opts.to is not None else "--only"
+        raise UsageError(f"{flag} counts the seqs of one run; name the run (`synartesis show {t.id[:10]}` lists them)")
+    return t
 
 
 async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
-    """Undo a run (see module docstring).
+    """Undo what ``opts.run`` names (default: the newest session with something to undo).
 
     Raises:
-        UsageError: no such run, bad ``--to``.
-        ConflictError: the run is active (without ``force``), or another undo of it is running.
+        UsageError: no such run or session, bad ``--to``/``--only``.
+        ConflictError: a live run (without ``force``), another undo of it running, a failed
+            audit (without ``force``), or ``--only`` on a resource a later action touched.
     """
-    run = _pick_run(j, opts)
-    if run.status == "active" and not opts.force:
-        raise ConflictError(f"run {run.id[:8]} is still active (an agent may still be writing through it); "
-                            "stop the agent first, close it with `synartesis close`, or add --force")
-    if not opts.dry_run and not opts.force:
-        audit = j.audit(run.id)
-        if not audit.ok:
-            raise ConflictError(f"the journal of run {run.id[:8]} fails its audit, so its records cannot be "
-                                "trusted to undo from: " + "; ".join(audit.problems[:3])
-                                + " (see `synartesis audit`; --force undoes anyway)")
-    actions = j.actions(run.id)
-    top = max((a.seq for a in actions), default=0)
-    if opts.to is not None:
-        if opts.to < 1:
-            raise UsageError("--to needs a positive whole number")
-        if opts.to > top:
-            raise UsageError(f"--to {opts.to} is past the end of this run, which goes up to {top}")
-    preview = opts.dry_run or (opts.force and not opts.yes)
-    report = UndoReport(run=run.id, dry_run=preview, status="partial", preview_force=opts.force and not opts.yes)
-    in_scope = sorted((a for a in actions if opts.to is None or a.seq >= opts.to), key=lambda a: -a.seq)
-    kept = sorted((a for a in actions if opts.to is not None and a.seq < opts.to), key=lambda a: -a.seq)
+    t = _target(j, opts)
+    if isinstance(t, UndoReport):
+        return t
+    return await undo_target(j, t, opts)
 
-    # Which servers will be needed (only up to the first halt that needs no server).
-    needed: set[str] = set()
+
+def _conflicts(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
+    """Later actions of ``a``'s session, still in effect, that touched what ``a`` touched."""
+    run = next((r for r in target.runs if r.id == a.run_id), None)
+    key = resource_key(run, j.get_json(a.verify_ref))
+    if key is None or run is None:
+        return []
+    runs = {r.id: r for r in (j.session_runs(run.session_id) if run.session_id else [run])}
+    later = [b for b in j.actions_of(runs) if (b.gseq or 0) > (a.gseq or 0) and b.id != a.id
+             and b.cls != "readonly" and b.status in IN_EFFECT]
+    return [b for b in later if resource_key(runs.get(b.run_id), j.get_json(b.verify_ref)) == key]
+
+
+async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPool | None = None,
+                      kind: str = "undo") -> UndoReport:
+    """Undo ``target``'s actions newest first (see module docstring).
+
+    ``servers``: connections the caller holds (saga mode); default: start what the runs
+    touched and stop them afterwards. ``kind`` is recorded (``undo`` or ``saga``).
+
+    Raises: as :func:`undo_run`.
+    """
+    if target.live_runs and not opts.force:
+        run = target.live_runs[0]
+        what = f"run {run.id[:8]} is" if target.kind == "run" else f"{target.name} has a run still active ({run.id[:8]}):"
+        raise ConflictError(f"{what} still active (an agent may still be writing through it); "
+                            "stop the agent first, close it with `synartesis close`, or add --force")
+    preview = opts.dry_run or (opts.force and not opts.yes)
+    if not preview:
+        if j.close_stale():  # a run whose proxy is gone ends now; its in-flight calls become unknown
+            fresh = {r.id: r for r in (j.session_runs(target.id) if target.kind == "session" else [j.find_run(target.id)])}
+            target.runs = [fresh.get(r.id, r) for r in target.runs]
+    if not opts.dry_run and not opts.force:
+        for r in target.runs:
+            audit = j.audit(r.id)
+            if not audit.ok:
+                raise ConflictError(f"the journal of run {r.id[:8]} fails its audit, so its records cannot be "
+                                    "trusted to undo from: " + "; ".join(audit.problems[:3])
+                                    + " (see `synartesis audit`; --force undoes anyway)")
+    if target.kind == "run":
+        actions = sorted(j.actions(target.id), key=lambda a: -a.seq)
+    else:
+        actions = list(reversed(j.actions_of(target.run_ids)))
+    report = UndoReport(run=target.id, dry_run=preview, status="partial", preview_force=opts.force and not opts.yes,
+                        kind=kind, target=target.kind, target_name=target.name, picked=target.picked,
+                        skipped=list(target.skipped))
+    in_scope, kept = _scope(j, target, actions, opts)
+    runs = {r.id: r for r in target.runs}
+    needed: set[tuple[str, str]] = set()
     for a in in_scope:
         if a.cls == "readonly" or a.status in NEVER_APPLIED or a.status == "rolled_back":
             continue
@@ -262,297 +304,355 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
         if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
             break
         for call in (j.get_json(a.inverse_ref) or []):
-            needed.add(call["server"])
+            needed.add((a.run_id, call["server"]))
         verify = j.get_json(a.verify_ref)
         if verify:
-            needed.add(verify["server"])
+            needed.add((a.run_id, verify["server"]))
         if opts.replan and opts.policy is not None:
-            inv, ver, _ = _replan(j, a, opts.policy)
-            needed.update(c["server"] for c in inv or [])
+            inv, ver, _ = replan_action(j, a, opts.policy)
+            needed.update((a.run_id, c["server"]) for c in inv or [])
             if ver:
-                needed.add(ver["server"])
+                needed.add((a.run_id, ver["server"]))
 
-    servers = _Servers(run, opts.policy, opts.entry_env)
-    undo_id = None
-    if not preview:
-        undo_id = j.begin_undo(run.id, opts.by)
-        if undo_id is None:
-            raise ConflictError(f"another undo of run {run.id[:8]} is running; wait for it to finish")
-        report.undo_id = undo_id
+    pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env)
+    attempt = None
+    touched = list(dict.fromkeys(a.run_id for a in in_scope))
+    if not preview and touched:
+        scope: dict[str, Any] = {target.kind: target.id}
+        if opts.to is not None:
+            scope["to"] = opts.to
+        if opts.only is not None:
+            scope["only"] = opts.only
+        attempt = j.begin_attempt(touched, opts.by, kind, scope)
+        if attempt is None:
+            raise ConflictError(f"another undo of {target.name} is running; wait for it to finish")
+        report.undo_id = attempt.id
+    walk = _Walk(j, pool, opts, preview, runs, report, actions)
     try:
         if needed:
-            await servers.start(needed)
-        report.warnings.extend(servers.warnings)
-        # A preview sends nothing, so it simulates: after a planned revert, the resource is in
-        # the state before that action (its snapshot, or the post-state of the run's previous
-        # write to the same resource); older actions are checked against that, not the world.
-        simulated: dict[str, dict | None] = {}
-        history = _read_history(j, actions) if preview else {}
+            await pool.start(needed)
+        report.warnings.extend(pool.warnings)
         for a in in_scope:
-            step = await _one(j, servers, a, opts, preview, simulated, history)
+            step = await walk.one(a)
+            step.run, step.gseq = a.run_id, a.gseq
             report.steps.append(step)
-            if undo_id:
-                j.undo_step(undo_id, run.id, {"action": a.id, "seq": a.seq, "kind": step.kind,
-                                              "outcome": step.outcome, "reason": step.reason})
+            if attempt is not None:
+                j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
+                                                   "outcome": step.outcome, "reason": step.reason})
             if step.kind == "halt":
                 report.halted = step
                 break
         for a in kept:
-            report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is"))
-        clean = report.halted is None and not report.left_in_place and opts.to is None
-        report.status = "rolled_back" if clean else "partial"
-        if not preview and (report.changed or clean):
-            # a halt before anything was put back leaves the run's status as it was
-            j.set_run_status(run.id, report.status)
+            report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is",
+                                     run=a.run_id, gseq=a.gseq))
+        _settle(j, report, actions, runs, preview)
     finally:
-        await servers.close()
-        if undo_id:
-            j.finish_undo(undo_id, run.id, "halted" if report.halted else report.status, report.as_json())
+        if servers is None:
+            await pool.close()
+        if attempt is not None:
+            per_run = {rid: ("halted" if report.halted and report.halted.run == rid else report.runs.get(rid) or "nothing")
+                       for rid in touched}
+            j.finish_attempt(attempt, per_run, report.as_json())
     return report
 
 
-def _read_history(j: Journal, actions: list[ActionRow]) -> dict[str, dict | None]:
-    """For each applied write: the state its resource was in just before it, as far as the run
-    knows (the post-state of the run's previous write to the same read), keyed by action id."""
-    last: dict[str, dict] = {}
-    before: dict[str, dict | None] = {}
-    for a in sorted(actions, key=lambda a: a.seq):
-        if a.cls == "readonly" or a.status not in ("applied", "rolling_back", "unrecoverable", "rolled_back"):
+def _scope(j: Journal, target: Target, actions: list[ActionRow], opts: UndoOptions) -> tuple[list, list]:
+    """(in scope newest first, kept below ``--to``); checks ``--to`` and ``--only``."""
+    top = max((a.seq for a in actions), default=0)
+    if opts.to is not None:
+        if opts.to < 1:
+            raise UsageError("--to needs a positive whole number")
+        if opts.to > top:
+            raise UsageError(f"--to {opts.to} is past the end of this run, which goes up to {top}")
+        return [a for a in actions if a.seq >= opts.to], [a for a in actions if a.seq < opts.to]
+    if opts.only is not None:
+        one = next((a for a in actions if a.seq == opts.only), None)
+        if one is None:
+            raise UsageError(f"run {target.id[:8]} has no action {opts.only} (it goes up to {top})")
+        later = _conflicts(j, target, one)
+        if later and not opts.force:
+            b = later[-1]
+            raise ConflictError(
+                f"seq {one.seq} ({one.qualified}) cannot be undone alone: seq {b.seq} ({b.qualified}"
+                + ("" if b.run_id == one.run_id else f", run {b.run_id[:8]}")
+                + ") changed the same resource later, and putting back what seq "
+                f"{one.seq} replaced would throw that away. Undo the later one first, or add --force to see "
+                "both values (then --force --yes to overwrite)")
+        return [one], []
+    return actions, []
+
+
+def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict[str, RunRow], preview: bool) -> None:
+    """Each touched run's status from its steps, and the report's (see :class:`UndoReport`).
+
+    A run is ``rolled_back`` when none of its non-readonly actions is still in effect and at
+    least one was reverted; ``compensated`` when some of those were only sent; ``partial``
+    when something was reverted and something is still in effect; unchanged when nothing of
+    it was ever reverted. A preview computes what the real undo would write.
+    """
+    done: dict[str, str] = {}  # action id → how it is reverted after this walk
+    for a in actions:
+        if a.status == "rolled_back":
+            done[a.id] = a.reverted or "verified"
+    for s in report.steps:
+        if s.kind == "revert" and s.outcome != "sent, not restored":
+            done[s.action] = "unverified" if not s.verified else "verified"
+        elif s.kind == "already-reverted":
+            done.setdefault(s.action, "found")
+        elif s.kind == "overwrite":
+            done[s.action] = "verified"
+    by_run: dict[str, list[ActionRow]] = {}
+    for a in actions:
+        if a.cls != "readonly":
+            by_run.setdefault(a.run_id, []).append(a)
+    touched = {s.run for s in report.steps}
+    statuses: dict[str, str] = {}
+    total_unverified = 0
+    for rid, acts in by_run.items():
+        reverted = [a for a in acts if a.id in done]
+        if rid not in touched or not reverted:
             continue
+        unverified = sum(1 for a in reverted if done[a.id] == "unverified")
+        if any(a.status in IN_EFFECT and a.id not in done for a in acts):
+            status = "partial"
+        else:
+            status = "compensated" if unverified else "rolled_back"
+            total_unverified += unverified
+        statuses[rid] = status
+        current = runs.get(rid)
+        if not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
+            j.set_run_status(rid, status, unverified)
+    report.runs = statuses
+    if not statuses:
+        report.status = "partial" if report.halted else "nothing"
+        if report.status == "nothing":
+            report.message = f"nothing to undo in {report.target_name}: " + _why_nothing(report)
+    elif report.halted or "partial" in statuses.values():
+        report.status = "partial"
+    elif "compensated" in statuses.values():
+        report.status, report.unverified = "compensated", total_unverified
+    else:
+        report.status = "rolled_back"
+
+
+def _why_nothing(report: UndoReport) -> str:
+    """``2 readonly, 1 never applied (awaiting approval)``: what its actions are instead."""
+    if not report.steps:
+        return "it recorded no actions"
+    counts: dict[str, int] = {}
+    for s in report.steps:
+        counts[s.reason] = counts.get(s.reason, 0) + 1
+    return ", ".join(f"{n} {reason}" for reason, n in counts.items())
+
+
+class _Walk:
+    """One undo's walk: the journal, the servers, and what a preview simulates."""
+
+    def __init__(self, j: Journal, pool: ServerPool, opts: UndoOptions, preview: bool, runs: dict[str, RunRow],
+                 report: UndoReport, actions: list[ActionRow]) -> None:
+        self.j, self.pool, self.opts, self.preview, self.runs, self.report = j, pool, opts, preview, runs, report
+        # A preview sends nothing, so it simulates: after a planned revert, the resource is in
+        # the state before that action (its snapshot, or the post-state of the run's previous
+        # write to the same resource); older actions are checked against that, not the world.
+        self.simulated: dict[str, dict | None] = {}
+        self.history = self._read_history(actions) if preview else {}
+
+    def key(self, a: ActionRow, read: dict | None) -> str | None:
+        return resource_key(self.runs.get(a.run_id), read)
+
+    def _read_history(self, actions: list[ActionRow]) -> dict[str, dict | None]:
+        """For each applied write: the state its resource was in just before it, as far as the
+        journal knows (the post-state of the previous write to the same read), by action id."""
+        last: dict[str, dict] = {}
+        before: dict[str, dict | None] = {}
+        for a in sorted(actions, key=lambda a: (a.gseq or 0, a.seq)):
+            if a.cls == "readonly" or a.status not in ("applied", "rolling_back", "unrecoverable", "rolled_back"):
+                continue
+            key = self.key(a, self.j.get_json(a.verify_ref))
+            if key is None:
+                continue
+            before[a.id] = last.get(key)
+            post = self.j.get_json(a.post_ref)
+            if post is not None:
+                last[key] = post
+        return before
+
+    async def read(self, a: ActionRow, read: dict) -> ReadOutcome:
+        return await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
+
+    def status_step(self, a: ActionRow) -> Step | None:
+        """The step an action's status alone decides (no server contact), or None."""
+        q, opts = a.qualified, self.opts
+        if a.cls == "readonly":
+            return Step(a.seq, a.id, q, "skip", "readonly")
+        if a.status == "rolled_back":
+            return Step(a.seq, a.id, q, "already-reverted", "already rolled back", verified=True)
+        if a.status in NEVER_APPLIED:
+            return Step(a.seq, a.id, q, "skip", NEVER_APPLIED[a.status])
+        if a.status in ("pending", "unknown"):
+            if opts.force:
+                # a person looked at it and chose to go on: whatever it did stays as it is
+                return Step(a.seq, a.id, q, "permanent", "outcome unknown; stepped over because of --force "
+                            "(whatever it did is left in place)", detail=a.note)
+            return Step(a.seq, a.id, q, "halt", "outcome unknown: the call was sent but no answer was recorded "
+                        "(the proxy or server stopped mid-call, or it timed out), so whether it applied cannot be determined",
+                        detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
+                        "action (leaving whatever it did) and undoes the older ones.")
+        if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
+            return Step(a.seq, a.id, q, "halt", "halted here on an earlier attempt",
+                        detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")
+                        + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
+        return None
+
+    async def one(self, a: ActionRow) -> Step:
+        decided = self.status_step(a)
+        if decided is not None:
+            return decided
+        j, opts, preview, q = self.j, self.opts, self.preview, a.qualified
+        inverse = j.get_json(a.inverse_ref)
         verify = j.get_json(a.verify_ref)
-        if verify is None:
-            continue
-        key = canonical(verify)
-        before[a.id] = last.get(key)
         post = j.get_json(a.post_ref)
-        if post is not None:
-            last[key] = post
-    return before
+        snapshot = j.get_json(a.snapshot_ref) if a.prior == "captured" else None
+        replanned = False
+        if opts.replan and opts.policy is not None:
+            inv, ver, err = replan_action(j, a, opts.policy)
+            if err:
+                return Step(a.seq, a.id, q, "halt", "replan failed", detail=err, replanned=True)
+            if inv is not None:
+                inverse, replanned = inv, True
+            if ver is not None:
+                verify = ver
 
-
-async def _one(j: Journal, servers: _Servers, a: ActionRow, opts: UndoOptions, preview: bool,
-               simulated: dict[str, dict | None], history: dict[str, dict | None] | None = None) -> Step:
-    q = a.qualified
-    if a.cls == "readonly":
-        return Step(a.seq, a.id, q, "skip", "readonly")
-    if a.status == "rolled_back":
-        return Step(a.seq, a.id, q, "already-reverted", "already rolled back", verified=True)
-    if a.status in NEVER_APPLIED:
-        return Step(a.seq, a.id, q, "skip", NEVER_APPLIED[a.status])
-    if a.status in ("pending", "unknown"):
-        if opts.force:
-            # a person looked at it and chose to go on: whatever it did stays as it is
-            return Step(a.seq, a.id, q, "permanent", "outcome unknown; stepped over because of --force "
-                        "(whatever it did is left in place)", detail=a.note)
-        return Step(a.seq, a.id, q, "halt", "outcome unknown: the call was sent but no answer was recorded "
-                    "(the proxy or server stopped mid-call, or it timed out), so whether it applied cannot be determined",
-                    detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
-                    "action (leaving whatever it did) and undoes the older ones.")
-    if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
-        return Step(a.seq, a.id, q, "halt", "halted here on an earlier attempt",
-                    detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")
-                    + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
-
-    inverse = j.get_json(a.inverse_ref)
-    verify = j.get_json(a.verify_ref)
-    post = j.get_json(a.post_ref)
-    snapshot = j.get_json(a.snapshot_ref) if a.prior == "captured" else None
-    replanned = False
-    if opts.replan and opts.policy is not None:
-        inv, ver, err = _replan(j, a, opts.policy)
-        if err:
-            return Step(a.seq, a.id, q, "halt", "replan failed", detail=err, replanned=True)
-        if inv is not None:
-            inverse, replanned = inv, True
-        if ver is not None:
-            verify = ver
-
-    if not inverse:
-        if a.cls == "irreversible":
-            reason = "cannot be undone" + (f", approved by {a.decided_by}" if a.decided_by else "") + "; left in place"
-        else:
-            reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
-        return Step(a.seq, a.id, q, "permanent", reason)
-
-    verified = False
-    prior_state = _prior_state(a, snapshot)
-    expected_post = post
-    step_expected = step_actual = None
-    forced = False
-    sim_key = canonical(verify) if verify is not None else None
-    if verify is not None and expected_post is not None:
-        if preview and sim_key in simulated:
-            sim = simulated[sim_key]
-            if sim is None:
-                return Step(a.seq, a.id, q, "revert", "a newer compensation on the same resource runs first, so "
-                            "drift can be checked only during the real undo", calls=inverse, outcome="would call",
-                            verified=False, replanned=replanned)
-            current = ReadOutcome("present" if sim["present"] else "absent", payload=sim.get("value"))
-        else:
-            current = await _read(servers, verify, opts)
-        obs = _observation(current)
-        if obs is None:
-            if not preview:
-                j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
-            return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=current.reason)
-        if _same(obs, expected_post):
-            verified = True
-        elif prior_state is not None and _same(obs, prior_state):
-            if not preview:
-                j.set_action_status(a.id, "rolled_back", note="found already in the state the inverse would produce")
-            return Step(a.seq, a.id, q, "already-reverted", "the resource is already in the state this inverse would produce",
-                        verified=True)
-        else:
-            detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in.\n"
-                      f"  expected: {canonical(expected_post)}\n  actual:   {canonical(obs)}")
-            if not opts.force:
-                if not preview:
-                    j.set_action_status(a.id, "unrecoverable", note=detail)
-                return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=expected_post, actual=obs)
-            forced = True
-            step_expected, step_actual = expected_post, obs
-            if preview:
-                if sim_key is not None:
-                    simulated[sim_key] = prior_state if prior_state is not None else (history or {}).get(a.id)
-                return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
-                            calls=inverse, expected=expected_post, actual=obs, replanned=replanned)
-    elif a.status == "rolling_back":
-        return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
-                    "tell whether it applied", detail=a.note)
-
-    if verified:
-        reason = "state matches; the inverse would be applied" if preview else "state matches; applying inverse"
-    elif forced:
-        reason = "drifted, overwriting as --force --yes asked"
-    elif verify is None:
-        reason = "no read declared, so drift could not be ruled out"
-    else:
-        reason = "the post-state was never captured, so drift could not be ruled out"
-    if preview:
-        if sim_key is not None:
-            simulated[sim_key] = prior_state if prior_state is not None else (history or {}).get(a.id)
-        return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call", verified=verified,
-                    replanned=replanned)
-
-    if a.status != "rolling_back":
-        if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
-            return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
-    for k, call in enumerate(inverse):
-        up = servers.get(call["server"])
-        key = f"{a.run_id}:{a.seq}" + (f":{k + 1}" if len(inverse) > 1 else "")
-        if up is None:
-            why = servers.errors.get(call["server"], f"server {call['server']} is not running")
-            return _inverse_failed(j, a, q, k, f"the inverse was not sent: {why}", sent_any=k > 0)
-        try:
-            result = await up.child.request("tools/call", {"name": call["tool"], "arguments": call["args"]},
-                                            timeout=opts.call_timeout, meta={IDEMPOTENCY_KEY: key})
-        except RequestFailed as exc:
-            if exc.maybe_applied:
-                note = f"rollback halted at sequence {a.seq}: the inverse's outcome is unknown: {exc.message}"
-                j.set_action_status(a.id, "rolling_back", note=note)
-                return Step(a.seq, a.id, q, "halt", "the inverse's outcome is unknown", detail=note, calls=inverse)
-            return _inverse_failed(j, a, q, k, f"the inverse was not applied: {exc.message}", sent_any=k > 0)
-        if is_error(result):
-            return _inverse_failed(j, a, q, k, f"the inverse was refused: {error_text(result)}", sent_any=k > 0)
-
-    outcome, ok = "sent (unverified)", None
-    if verify is not None and prior_state is not None:
-        after = _observation(await _read(servers, verify, opts))
-        if after is not None and _same(after, prior_state):
-            outcome, ok = "restored (verified)", True
-        else:
-            note = (f"the inverse was sent, but a re-read does not show the captured state:\n"
-                    f"  expected: {canonical(prior_state)}\n  actual:   {canonical(after) if after else 'unreadable'}")
-            j.set_action_status(a.id, "unrecoverable", note=note)
-            return Step(a.seq, a.id, q, "halt", "the inverse did not restore the captured state", detail=note,
-                        calls=inverse, outcome="sent, not restored", replanned=replanned)
-    j.set_action_status(a.id, "rolled_back", note=("replanned; " if replanned else "") + outcome
-                        + (" (overwrote a drifted resource, --force)" if forced else ""))
-    return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
-                replanned=replanned, expected=step_expected, actual=step_actual)
-
-
-def _inverse_failed(j: Journal, a: ActionRow, q: str, k: int, why: str, *, sent_any: bool) -> Step:
-    note = f"rollback halted at sequence {a.seq}: {why}"
-    if sent_any:
-        note += f" (after {k} of its calls were applied; the resource is between states)"
-        j.set_action_status(a.id, "rolling_back", note=note)
-    else:
-        j.set_action_status(a.id, "applied", note=note)
-    return Step(a.seq, a.id, q, "halt", "the inverse failed", detail=note)
-
-
-# -- show --live -----------------------------------------------------------------------
-
-@dataclass
-class LiveItem:
-    seq: int
-    action: str
-    tool: str
-    state: str  # matches | drifted | reverted | superseded | unreadable | unchecked
-    detail: str = ""
-    expected: Any = None
-    actual: Any = None
-
-
-@dataclass
-class LiveReport:
-    run: str
-    items: list[LiveItem]
-    warnings: list[str]
-
-    def as_json(self) -> dict:
-        return {"run": self.run, "items": [asdict(i) for i in self.items], "warnings": self.warnings}
-
-
-async def live_check(j: Journal, run_ref: str | None, policy: Policy | None, read_timeout: float = 30.0,
-                     entry_env: Any = None) -> LiveReport:
-    """Read every resource the run wrote, as it is now; say for each write whether it still
-    matches what the run left. Sends no inverse, writes nothing, never stops early."""
-    run = j.find_run(run_ref)
-    writes = [a for a in j.actions(run.id) if a.cls != "readonly" and a.status in ("applied", "rolling_back",
-                                                                                   "rolled_back", "unrecoverable")]
-    needed = set()
-    for a in writes:
-        v = j.get_json(a.verify_ref)
-        if v:
-            needed.add(v["server"])
-    servers = _Servers(run, policy, entry_env)
-    opts = UndoOptions(read_timeout=read_timeout)
-    items: list[LiveItem] = []
-    latest: dict[str, int] = {}
-    for a in writes:
-        v = j.get_json(a.verify_ref)
-        if v is not None:
-            latest[canonical(v)] = max(latest.get(canonical(v), 0), a.seq)
-    try:
-        if needed:
-            await servers.start(needed)
-        for a in writes:
-            verify, post = j.get_json(a.verify_ref), j.get_json(a.post_ref)
-            if verify is not None and latest.get(canonical(verify), a.seq) != a.seq:
-                items.append(LiveItem(a.seq, a.id, a.qualified, "superseded",
-                                      f"written again later in this run (seq {latest[canonical(verify)]})"))
-                continue
-            if verify is None or post is None:
-                items.append(LiveItem(a.seq, a.id, a.qualified, "unchecked",
-                                      "no read was recorded for this write, so it cannot be checked"))
-                continue
-            obs = _observation(await _read(servers, verify, opts))
-            if obs is None:
-                items.append(LiveItem(a.seq, a.id, a.qualified, "unreadable", "the read failed"))
-                continue
-            prior = _prior_state(a, j.get_json(a.snapshot_ref) if a.prior == "captured" else None)
-            if _same(obs, post) and a.status != "rolled_back":
-                items.append(LiveItem(a.seq, a.id, a.qualified, "matches", "still as this run left it"))
-            elif prior is not None and _same(obs, prior):
-                items.append(LiveItem(a.seq, a.id, a.qualified, "reverted", "back in the state before this write"))
+        if not inverse:
+            if a.cls == "irreversible":
+                reason = "cannot be undone" + (f", approved by {a.decided_by}" if a.decided_by else "") + "; left in place"
             else:
-                items.append(LiveItem(a.seq, a.id, a.qualified, "drifted", "changed since this run wrote it",
-                                      expected=post, actual=obs))
-    finally:
-        await servers.close()
-    return LiveReport(run.id, items, servers.warnings)
+                reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
+            return Step(a.seq, a.id, q, "permanent", reason)
+
+        verified = False
+        before = prior_state(a, snapshot)
+        step_expected = step_actual = None
+        forced = False
+        sim_key = self.key(a, verify)
+        if verify is not None and post is not None:
+            if preview and sim_key in self.simulated:
+                sim = self.simulated[sim_key]
+                if sim is None:
+                    return Step(a.seq, a.id, q, "revert", "a newer compensation on the same resource runs first, so "
+                                "drift can be checked only during the real undo", calls=inverse, outcome="would call",
+                                verified=False, replanned=replanned)
+                current = ReadOutcome("present" if sim["present"] else "absent", payload=sim.get("value"))
+            else:
+                current = await self.read(a, verify)
+            obs = current.observation()
+            if obs is None:
+                if not preview:
+                    j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
+                return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=current.reason)
+            if _same(obs, post):
+                verified = True
+            elif before is not None and _same(obs, before):
+                if not preview:
+                    j.set_action_status(a.id, "rolled_back", note="found already in the state the inverse would produce",
+                                        reverted="found")
+                return Step(a.seq, a.id, q, "already-reverted", "the resource is already in the state this inverse would produce",
+                            verified=True)
+            else:
+                detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in.\n"
+                          f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}")
+                if not opts.force:
+                    if not preview:
+                        j.set_action_status(a.id, "unrecoverable", note=detail)
+                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=post, actual=obs)
+                forced = True
+                step_expected, step_actual = post, obs
+                if preview:
+                    if sim_key is not None:
+                        self.simulated[sim_key] = before if before is not None else self.history.get(a.id)
+                    return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
+                                calls=inverse, expected=post, actual=obs, replanned=replanned)
+        elif a.status == "rolling_back":
+            return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
+                        "tell whether it applied", detail=a.note)
+
+        if verified:
+            reason = "state matches; the inverse would be applied" if preview else "state matches; applying inverse"
+        elif forced:
+            reason = "drifted, overwriting as --force --yes asked"
+        elif verify is None:
+            reason = "no read declared, so drift could not be ruled out"
+        else:
+            reason = "the post-state was never captured, so drift could not be ruled out"
+        if preview:
+            if sim_key is not None:
+                self.simulated[sim_key] = before if before is not None else self.history.get(a.id)
+            return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call",
+                        verified=verified and before is not None, replanned=replanned)
+
+        if a.status != "rolling_back":
+            if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
+                return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
+        for k, call in enumerate(inverse):
+            key = f"{a.run_id}:{a.seq}" + (f":{k + 1}" if len(inverse) > 1 else "")
+            try:
+                result = await self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
+                                              timeout=opts.call_timeout, meta={IDEMPOTENCY_KEY: key})
+            except RequestFailed as exc:
+                if exc.maybe_applied:
+                    self.report.sent += 1
+                    note = f"rollback halted at sequence {a.seq}: the inverse's outcome is unknown: {exc.message}"
+                    j.set_action_status(a.id, "rolling_back", note=note)
+                    return Step(a.seq, a.id, q, "halt", "the inverse's outcome is unknown", detail=note, calls=inverse)
+                return self._inverse_failed(a, k, f"the inverse was not sent: {exc.message}")
+            self.report.sent += 1
+            if is_error(result):
+                return self._inverse_failed(a, k, f"the inverse was refused: {error_text(result)}")
+
+        outcome, ok, after = "sent (unverified)", False, None
+        if verify is not None:
+            after = (await self.read(a, verify)).observation()
+            if before is not None:
+                if after is not None and _same(after, before):
+                    outcome, ok = "restored (verified)", True
+                else:
+                    note = (f"the inverse was sent, but a re-read does not show the captured state:\n"
+                            f"  expected: {canonical(before)}\n  actual:   {canonical(after) if after else 'unreadable'}")
+                    j.set_action_status(a.id, "unrecoverable", note=note)
+                    return Step(a.seq, a.id, q, "halt", "the inverse did not restore the captured state", detail=note,
+                                calls=inverse, outcome="sent, not restored", replanned=replanned)
+        j.set_action_status(a.id, "rolled_back", note=("replanned; " if replanned else "") + outcome
+                            + (" (overwrote a drifted resource, --force)" if forced else ""),
+                            reverted="verified" if ok else "unverified")
+        return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
+                    replanned=replanned, expected=step_expected, actual=step_actual, after=after)
+
+    def _inverse_failed(self, a: ActionRow, k: int, why: str) -> Step:
+        note = f"rollback halted at sequence {a.seq}: {why}"
+        if k > 0:
+            note += f" (after {k} of its calls were applied; the resource is between states)"
+            self.j.set_action_status(a.id, "rolling_back", note=note)
+        else:
+            self.j.set_action_status(a.id, "applied", note=note)
+        return Step(a.seq, a.id, a.qualified, "halt", "the inverse failed", detail=note)
 
 
-del os
+def saga_text(report: UndoReport, error: str) -> str:
+    """What the agent is told when saga mode rolled its run back after a failed call
+    (appended to the server's error result; issue 10 item 8)."""
+    undone = [s for s in report.steps if s.kind in ("revert", "already-reverted") and s.reason != "already rolled back"]
+    left = [s for s in report.steps if s.kind == "permanent"]
+    lines = [f"Synartesis saga mode: this call failed ({error}), so the earlier changes of this session "
+             f"through {report.target_name or 'this server'} were rolled back, newest first, before this answer."]
+    if undone:
+        lines.append("Rolled back: " + "; ".join(f"#{s.seq} {s.tool} ({s.outcome or 'already back'})" for s in undone) + ".")
+    if left:
+        lines.append("Left as they are (cannot be undone): " + "; ".join(f"#{s.seq} {s.tool}" for s in left) + ".")
+    if report.halted:
+        h = report.halted
+        lines.append(f"The rollback stopped at #{h.seq} {h.tool}: {h.reason}; that change and everything before it "
+                     "are still in place, and a person must look at it (`synartesis undo` shows why).")
+    elif not undone and not left:
+        lines.append("There was nothing to roll back.")
+    lines.append("Nothing was re-sent. Tell the user what happened before you continue.")
+    return "\n".join(lines)

@@ -142,8 +142,14 @@ def test_twenty_mixed_mutations_undone_to_a_byte_identical_store(tmp_path: Path)
     assert store.read_bytes() == original
 
     with Journal.open(journal) as j:
-        assert j.find_run(run.id).status == "rolled_back"
+        done = j.find_run(run.id)
         after = j.actions(run.id)
+    # creates are compensated by deleting what they made: nothing was captured before them,
+    # so those compensations are honest about being unverified (issue 10 item 4)
+    creates = [a for a in after if a.cls == "compensable" and a.prior is None and a.status == "rolled_back"]
+    assert creates and all(a.reverted == "unverified" for a in creates)
+    assert (done.status, done.unverified) == ("compensated", len(creates))
+    assert f"compensated (unverified: {len(creates)})" in undo.stdout
     for a in after:
         if a.cls == "readonly":
             assert a.status == "applied", a

@@ -55,8 +55,13 @@ def test_overwrite_then_undo_restores_exact_bytes(tmp_path, fs_server):
     assert done.stdout.count("restored (verified)") == 3 and "rolled_back" in done.stdout
     assert (root / "doc.txt").read_bytes() == original
     assert (root / "b.txt").read_bytes() == b"plain\n"
+    # bare undo does not pick the same session again: nothing is left to undo
     again = _undo(manifest, journal)
-    assert again.returncode == 0 and "called" not in again.stdout  # nothing sent twice
+    assert again.returncode == 1 and "nothing can be undone" in again.stdout and "called" not in again.stdout
+    with open_journal(journal) as j:
+        rid = j.list_runs()[0].id
+    named = _undo(manifest, journal, rid[:8])
+    assert named.returncode == 0 and "called" not in named.stdout  # nothing sent twice
     with open_journal(journal) as j:
         run = j.list_runs()[0]
         assert run.status == "rolled_back"

@@ -1,0 +1,233 @@
+"""Actions: recording each ``tools/call`` and every change of its status.
+
+Numbering: ``seq`` orders a run (the proxy numbers its own calls, see :meth:`own_run`);
+``gseq`` orders the whole journal, allocated in the transaction that records the action, so
+the actions of one session interleave across servers in the order they were recorded (a write
+is recorded, with the state it replaces, before it is sent). Reads journalled in the
+background get theirs when they are written, up to 50 ms later.
+
+Every status change is conditional where a race is possible (``expect``) and appends an
+``action.<status>`` event carrying the row's chained state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable, Iterable
+
+from synartesis.canonical import call_key
+from synartesis.errors import UsageError
+from synartesis.journal.chain import ChainMixin
+from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
+                                     action_values, now_iso)
+
+__all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
+
+# How a tool error after a write is settled by re-reading the resource (issue 10 item 4).
+ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown"}
+
+
+class ActionsMixin(ChainMixin):
+    def own_run(self, run_id: str, next_seq: Callable[[], int]) -> None:
+        """Let the process that owns ``run_id`` (its proxy) number its actions itself.
+
+        The proxy numbers a call when it handles it, so a read journalled later by the reader
+        thread keeps its place in the run's order; only that proxy inserts into its run.
+        """
+        self._seq_sources[run_id] = next_seq
+
+    def _next_gseq(self) -> int:
+        """The next journal-wide action number (inside the transaction that uses it)."""
+        self._q("UPDATE counters SET value = value + 1 WHERE name = 'gseq'")
+        return int(self._require(self._one("SELECT value FROM counters WHERE name = 'gseq'"), "the action counter")[0])
+
+    def _insert_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
+                       args: Any, status: str, note: str | None, decided_by: str | None = None,
+                       decided_at: str | None = None, *, prior: str | None = None, snapshot: Any = None,
+                       verify: Any = None, result: Any = None, fetch: bool = True,
+                       seq: int | None = None) -> ActionRow | None:
+        if seq is None:
+            source = self._seq_sources.get(run_id)
+            seq = source() if source is not None else self._one(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,))[0]
+        aid = str(uuid.uuid4())
+        ts = now_iso()
+        row = ActionRow(
+            id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule,
+            call_key=call_key(server, tool, args), args_ref=self.put_json(args), prior=prior,
+            snapshot_ref=self.put_json(snapshot) if prior == "captured" else None,
+            result_ref=self._put_opt(result), inverse_ref=None, verify_ref=self._put_opt(verify), post_ref=None,
+            status=status, note=note, decided_by=decided_by, decided_at=decided_at, decision_note=None,
+            used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts, gseq=self._next_gseq())
+        self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", action_values(row))
+        self._event(run_id, "action.record", action_state(row), action_id=aid)
+        return row if fetch else None
+
+    def record_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
+                      args: Any, status: str = "pending", note: str | None = None, *,
+                      prior: str | None = None, snapshot: Any = None, verify: Any = None) -> ActionRow:
+        """Insert an action with the next seq of its run and the next journal-wide number.
+
+        ``prior``/``snapshot``/``verify``: the pre-read, stored in the same transaction, so a
+        write's row and the state it will replace are committed together before it is sent.
+        """
+        with self._guard("record action"), self._tx():
+            return self._insert_action(run_id, server, tool, cls, rule, args, status, note,
+                                       prior=prior, snapshot=snapshot, verify=verify)
+
+    def record_reads(self, items: list[dict]) -> None:
+        """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
+        status, note, result, seq}`` (``result`` already capped). Used by the proxy's reader thread."""
+        with self._guard("record reads"), self._tx():
+            for it in items:
+                self._insert_action(it["run"], it["server"], it["tool"], "readonly", it.get("rule"), it["args"],
+                                    it["status"], it.get("note"), result=it.get("result"), fetch=False,
+                                    seq=it.get("seq"))
+
+    def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
+             **cols: Any) -> bool:
+        sets, params = ["status = ?", "updated_at = ?"], [status, now_iso()]
+        if note is not ...:
+            sets.append("note = ?")
+            params.append(note)
+        for col, value in cols.items():
+            sets.append(f"{col} = ?")
+            params.append(value)
+        where = "id = ?"
+        params.append(action_id)
+        if expect is not None:
+            exp = list(expect)
+            where += f" AND status IN ({','.join('?' * len(exp))})"
+            params.extend(exp)
+        cur = self._q(f"UPDATE actions SET {', '.join(sets)} WHERE {where}", params)
+        if cur.rowcount:
+            self._action_event(action_id, f"action.{status}")
+        return cur.rowcount == 1
+
+    def set_prior(self, action_id: str, prior: str, snapshot: Any = None, verify: Any = None) -> None:
+        """Store the pre-read: ``prior`` is ``captured`` (with ``snapshot`` payload) or ``absent``.
+        Committed before the call is forwarded (PROXY.md §2.8)."""
+        with self._guard("store snapshot"), self._tx():
+            snap = self.put_json(snapshot) if prior == "captured" else None
+            self._q("UPDATE actions SET prior = ?, snapshot_ref = ?, verify_ref = ?, updated_at = ? WHERE id = ?",
+                    (prior, snap, self._put_opt(verify), now_iso(), action_id))
+            self._action_event(action_id, "action.snapshot")
+
+    def mark_applied(self, action_id: str, *, result: Any, inverse: list | None, verify: Any,
+                     post: Any, note: str | None) -> None:
+        """The call succeeded: store result, resolved inverse, drift read and post-state."""
+        with self._guard("mark applied"), self._tx():
+            self._set(action_id, "applied", note=note, expect=("pending", "unknown"),
+                      result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
+                      verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+
+    def mark_failed(self, action_id: str, note: str, result: Any = None) -> None:
+        """The call certainly did not happen (refused before it was sent, a JSON-RPC error,
+        ``isError`` from a read, or a write whose re-read shows nothing changed)."""
+        with self._guard("mark failed"), self._tx():
+            self._set(action_id, "failed", note=note, expect=("pending", "unknown", "gated"),
+                      result_ref=self._put_opt(result))
+
+    def mark_unknown(self, action_id: str, note: str) -> None:
+        """Sent, but no answer (timeout, disconnect, cancellation): undo halts here."""
+        with self._guard("mark unknown"), self._tx():
+            self._set(action_id, "unknown", note=note, expect=("pending",))
+
+    def mark_error_after_write(self, action_id: str, *, result: Any, reread: str | None, error: str,
+                               inverse: list | None = None, verify: Any = None, post: Any = None) -> str:
+        """Settle a write the server answered with ``isError: true`` (issue 10 item 4).
+
+        An error is no proof that nothing happened, so the proxy reads the resource again:
+        ``reread`` is ``unchanged`` (same as the snapshot) → ``failed``; ``changed`` →
+        ``applied``, the error kept in the note, with the inverse, read and post-state so undo
+        can put it back; ``unreadable`` or None (no read to settle it) → ``unknown``, where
+        undo halts. Returns the status written.
+        """
+        status = ERROR_AFTER_WRITE.get(reread or "unreadable", "unknown")
+        with self._guard("settle an error after a write"), self._tx():
+            if status == "failed":
+                self._set(action_id, "failed", note=f"the server refused the call and the resource is unchanged: {error}",
+                          expect=("pending",), result_ref=self._put_opt(result))
+            elif status == "applied":
+                self._set(action_id, "applied", note=f"the server reported an error, but the resource changed: {error}",
+                          expect=("pending",), result_ref=self._put_opt(result),
+                          inverse_ref=self.put_json(inverse) if inverse else None,
+                          verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+            else:
+                why = ("no read could tell whether it applied" if reread is None
+                       else "the resource could not be read again to tell whether it applied")
+                self._set(action_id, "unknown", note=f"outcome unknown: the server reported an error and {why}: {error}",
+                          expect=("pending",), result_ref=self._put_opt(result))
+        return status
+
+    # -- undo and redo -----------------------------------------------------------------------
+    def set_action_status(self, action_id: str, status: str, note: Any = ...,
+                          expect: Iterable[str] | None = None, reverted: Any = ...) -> bool:
+        """Conditional status change used by undo and redo (claims, outcomes). False if lost.
+        ``reverted``: how a ``rolled_back`` action got there (verified | unverified | found)."""
+        cols = {} if reverted is ... else {"reverted": reverted}
+        with self._guard("update action"), self._tx():
+            return self._set(action_id, status, note=note, expect=expect, **cols)
+
+    def reapply(self, action_id: str, *, result: Any, inverse: list | None, verify: Any, post: Any,
+                note: str) -> bool:
+        """A redo re-sent this call and it succeeded: ``pending`` → ``applied`` with the new
+        result, inverse, read and post-state (a later undo reverts it again)."""
+        with self._guard("record a redo"), self._tx():
+            return self._set(action_id, "applied", note=note, expect=("pending",), reverted=None,
+                             result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
+                             verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+
+    # -- reading ---------------------------------------------------------------------------
+    def _get_action(self, action_id: str) -> ActionRow:
+        row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE id = ?", (action_id,))
+        return action_from_row(self._require(row, f"action {action_id}"))
+
+    def get_action(self, action_id: str) -> ActionRow:
+        with self._guard("read action"):
+            return self._get_action(action_id)
+
+    def find_action(self, ref: str) -> ActionRow:
+        """An action by id or unambiguous prefix.
+
+        Raises:
+            UsageError: nothing matches, or the prefix is ambiguous.
+        """
+        if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
+            raise UsageError(f"{ref!r} is not an action id (ids look like 1e1983ae)")
+        with self._guard("find action"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE id = ? OR id LIKE ?", (ref, ref.lower() + "%"))
+        exact = [r for r in rows if r[0] == ref]
+        rows = exact or rows
+        if not rows:
+            raise UsageError(f"no action matches {ref}")
+        if len(rows) > 1:
+            raise UsageError(f"{ref} matches {len(rows)} actions; give more of the id")
+        return action_from_row(rows[0])
+
+    def actions(self, run_id: str) -> list[ActionRow]:
+        """A run's actions by seq."""
+        with self._guard("read actions"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [action_from_row(r) for r in rows]
+
+    def actions_of(self, run_ids: Iterable[str]) -> list[ActionRow]:
+        """The actions of several runs (a session) in journal-wide order."""
+        ids = list(run_ids)
+        out: list[ActionRow] = []
+        with self._guard("read actions"):
+            for k in range(0, len(ids), 500):
+                part = ids[k:k + 500]
+                out.extend(action_from_row(r) for r in self._all(
+                    f"SELECT {ACTION_COLS} FROM actions WHERE run_id IN ({','.join('?' * len(part))})", tuple(part)))
+        return sorted(out, key=lambda a: (a.gseq if a.gseq is not None else 0, a.created_at, a.seq))
+
+    def recent_actions(self, limit: int = 12) -> list[ActionRow]:
+        """The newest actions across runs, oldest first."""
+        with self._guard("read actions"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions ORDER BY gseq DESC, created_at DESC LIMIT ?", (limit,))
+        return [action_from_row(r) for r in reversed(rows)]
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (cheap polling for live views)."""
+        return self.db.data_version()

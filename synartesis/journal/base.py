@@ -1,0 +1,91 @@
+"""What every part of the journal shares: the backend, transactions and error mapping.
+
+Each concern of the journal (payload blobs, the event chain and audit, runs and sessions,
+actions, gates, undo attempts) is a mixin over :class:`JournalBase`, in a module of its own;
+:class:`synartesis.journal.facade.Journal` puts them together as the one object callers use.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from synartesis.errors import JournalError
+from synartesis.journal.sqlite import Error as DriverError
+from synartesis.journal.sqlite import SqliteBackend
+
+__all__ = ["JournalBase"]
+
+
+class JournalBase:
+    """A connection to one journal. Not thread-safe; one per thread or process."""
+
+    def __init__(self, db: SqliteBackend, *, reap: bool = False) -> None:
+        self.db = db
+        self.path: Path = db.path
+        # The CLI closes runs whose proxy is gone on its first write (issue 10 item 3); the
+        # proxy never pays for that check on its own writes.
+        self._reap_on_write = reap
+        self._in_tx = False
+        self._seq_sources: dict[str, Callable[[], int]] = {}
+
+    @property
+    def conn(self) -> Any:
+        """The driver connection (tests tamper with rows through it)."""
+        return self.db.conn
+
+    @property
+    def warnings(self) -> list[str]:
+        """What opening found and fixed (a journal or folder open to others)."""
+        return self.db.warnings
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "JournalBase":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- statements -----------------------------------------------------------------------
+    def _q(self, sql: str, params: Any = ()) -> Any:
+        """Run one statement (call inside :meth:`_guard` or :meth:`_tx`)."""
+        return self.db.execute(self.db.sql(sql), params)
+
+    def _one(self, sql: str, params: Any = ()) -> tuple | None:
+        return self._q(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Any = ()) -> list[tuple]:
+        return self._q(sql, params).fetchall()
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        """One write transaction holding the write lock from its start. The first one of a CLI
+        connection closes stale runs before it does anything else."""
+        with self.db.write():
+            self._in_tx = True
+            try:
+                if self._reap_on_write:
+                    self._reap_on_write = False
+                    self._reap_stale()
+                yield
+            finally:
+                self._in_tx = False
+
+    def _reap_stale(self) -> int:  # provided by RunsMixin
+        return 0
+
+    @contextmanager
+    def _guard(self, op: str) -> Iterator[None]:
+        """Driver errors become JournalError (a damaged file: JournalConfigError, exit 2)."""
+        try:
+            yield
+        except DriverError as exc:
+            raise self.db.error(self.path, op, exc) from exc
+
+    def _require(self, found: Any, what: str) -> Any:
+        if found is None:
+            raise JournalError(f"{what} vanished from the journal at {self.path}")
+        return found

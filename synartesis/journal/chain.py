@@ -1,0 +1,115 @@
+"""The event chain and its audit.
+
+Every change of an action, run or attempt appends an ``events`` row whose hash covers the
+previous event of its run and its own canonical body; ``runs.head`` holds the newest hash
+(action rows change status, so the chain lives beside them, not in them). :meth:`audit`
+re-computes the chain and compares the rows with what their last events recorded.
+The chain is not keyed: it catches edits and deletions by anything that does not recompute it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from synartesis.canonical import canonical, sha256_hex
+from synartesis.journal.blobs import BlobsMixin
+from synartesis.journal.rows import ACTION_COLS, AuditResult, action_from_row, action_state, now_iso
+
+__all__ = ["ChainMixin"]
+
+# Keys that schema 2 added to an action's chained state; events written before it lack them.
+_LATER_KEYS = frozenset({"gseq", "reverted"})
+# Run fields that schema 2 chains in ``run.begin`` (compared when the event has them).
+_ORIGIN_KEYS = ("session", "pid", "started", "host")
+
+
+class ChainMixin(BlobsMixin):
+    def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
+               undo_id: str | None = None) -> None:
+        """Append one event to ``run_id``'s chain (inside a transaction)."""
+        prev_row = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
+        prev = prev_row[0] if prev_row else ""
+        at = now_iso()
+        body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
+                          "kind": kind, "data": data})
+        digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+        self._q("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
+                "VALUES (?,?,?,?,?,?,?,?)", (run_id, action_id, undo_id, at, kind, canonical(data), prev, digest))
+        self._q("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
+
+    def _action_event(self, action_id: str, kind: str) -> None:
+        row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE id = ?", (action_id,))
+        if row is None:
+            return
+        a = action_from_row(row)
+        self._event(a.run_id, kind, action_state(a), action_id=a.id)
+
+    def audit(self, run_id: str) -> AuditResult:
+        """Re-compute the run's hash chain and compare it with the rows.
+
+        Finds: an edited or deleted event (a broken link or hash), a truncated chain (head
+        mismatch), action rows whose status or payloads differ from their last recorded event,
+        rows with no recorded history, altered payloads, and edited launch lines or origins.
+        """
+        problems: list[str] = []
+        with self._guard("audit"):
+            run = self._one("SELECT head, servers, session_id, pid, proxy_started, host FROM runs WHERE id = ?", (run_id,))
+            events = self._all("SELECT id, action_id, undo_id, at, kind, data, prev, hash FROM events "
+                               "WHERE run_id = ? ORDER BY id", (run_id,))
+            actions = {a.id: a for a in (action_from_row(r) for r in self._all(
+                f"SELECT {ACTION_COLS} FROM actions WHERE run_id = ? ORDER BY seq", (run_id,)))}
+        if run is None:
+            return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
+        head, servers, session_id, pid, started, host = run
+        prev = ""
+        last_state: dict[str, dict] = {}
+        begin: dict | None = None
+        for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
+            if eprev != prev:
+                problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
+                                "an event was removed or reordered here")
+            parsed = json.loads(data)
+            body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at, "kind": kind,
+                              "data": parsed})
+            if sha256_hex((eprev + "\n" + body).encode("utf-8", "surrogatepass")) != ehash:
+                problems.append(f"event {eid} ({kind} at {at}) was altered after it was written")
+            prev = ehash
+            if action_id and kind.startswith("action."):
+                last_state[action_id] = parsed
+            elif kind == "run.begin" and begin is None:
+                begin = parsed
+        if prev != (head or ""):
+            problems.append("the newest events of this run are missing (the chain ends before the run's head)")
+        if begin is not None:
+            if canonical(json.loads(servers or "{}")) != canonical(begin.get("servers") or {}):
+                problems.append("the run's recorded launch lines were edited after it started")
+            now = {"session": session_id, "pid": pid, "started": started, "host": host}
+            if any(k in begin and begin[k] != now[k] for k in _ORIGIN_KEYS):
+                problems.append("the run's recorded origin (session, proxy process) was edited after it started")
+        for a in actions.values():
+            for ref in (a.args_ref, a.snapshot_ref, a.result_ref, a.inverse_ref, a.verify_ref, a.post_ref):
+                bad = self._bad_payload(ref)
+                if bad:
+                    problems.append(f"action {a.seq} ({a.qualified}): {bad}")
+                    break
+        for aid, a in actions.items():
+            if aid not in last_state:
+                problems.append(f"action {a.seq} ({a.qualified}) has no recorded history: inserted outside synartesis")
+            elif not _matches(last_state[aid], action_state(a)):
+                problems.append(f"action {a.seq} ({a.qualified}) differs from what was recorded: edited afterwards")
+        for aid, state in last_state.items():
+            if aid not in actions:
+                problems.append(f"action {state.get('seq')} ({state.get('server')}.{state.get('tool')}) was "
+                                "recorded but its row is gone: removed afterwards")
+        # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
+        # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
+        return AuditResult(run_id, not problems, len(events), problems)
+
+
+def _matches(recorded: dict, current: dict[str, Any]) -> bool:
+    """The row still says what its last event recorded (keys added later are compared only
+    when the event has them)."""
+    if set(current) - set(recorded) - _LATER_KEYS:
+        return False
+    return all(current.get(k) == v for k, v in recorded.items())

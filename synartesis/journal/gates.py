@@ -1,0 +1,115 @@
+"""Gates and approvals (DESIGN §7): held calls, decisions, and spending an approval.
+
+A call is identified by its ``call_key`` (server, tool, canonical arguments). A held call's
+retries reuse the waiting row in any run; an approval is single-use, expires after an hour and
+is not tied to a run; a denial is told to the agent on every identical retry for an hour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synartesis.canonical import call_key
+from synartesis.journal.rows import ACTION_COLS, APPROVAL_TTL_S, ActionRow, action_from_row, now_iso
+from synartesis.journal.runs import RunsMixin
+
+__all__ = ["GatesMixin"]
+
+
+class GatesMixin(RunsMixin):
+    def hold(self, run_id: str, server: str, tool: str, cls: str, rule: str | None, args: Any,
+             reason: str, action_id: str | None = None) -> tuple[ActionRow, bool]:
+        """Record a held (``gated``) call, reusing a waiting twin; return (row, reused).
+
+        A twin is any ``gated`` row for the same server, tool and canonical arguments, in any
+        run: an agent that retries before anyone answered never piles up rows (defect 3).
+        ``action_id``: a row of this call already recorded (e.g. its pre-read found nothing);
+        it becomes the held row unless a twin exists, in which case it is marked ``failed``.
+        """
+        key = call_key(server, tool, args)
+        with self._guard("hold action"), self._tx():
+            twin = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE call_key = ? AND status = 'gated' "
+                             "ORDER BY created_at LIMIT 1", (key,))
+            if twin is not None:
+                if action_id is not None:
+                    self._set(action_id, "failed", note=f"held as action {twin[0]} (same call)")
+                return action_from_row(twin), True
+            if action_id is not None:
+                self._set(action_id, "gated", note=reason)
+                return self._get_action(action_id), False
+            row = self._insert_action(run_id, server, tool, cls, rule, args, "gated", reason)
+            assert row is not None
+            return row, False
+
+    def find_denial(self, server: str, tool: str, args: Any) -> ActionRow | None:
+        """A denial of this exact call within the last hour (defect 2: the agent is told)."""
+        key = call_key(server, tool, args)
+        with self._guard("find denial"):
+            row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE call_key = ? AND status = 'denied' "
+                            "AND decided_at >= ? ORDER BY decided_at DESC LIMIT 1", (key, now_iso(-APPROVAL_TTL_S)))
+        return action_from_row(row) if row else None
+
+    def take_approval(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
+                      args: Any, action_id: str | None = None) -> ActionRow | None:
+        """Spend an unused approval of this exact call (under an hour old, any run).
+
+        Returns the row that now carries the call (status ``pending``), or None.
+        Same run and no ``action_id``: the approved row itself carries it. Otherwise
+        ``action_id`` (a row of this call already recorded) or a new row in ``run_id`` gets the
+        approver, and the approval is marked used by it. Single use (DESIGN §7).
+        """
+        key = call_key(server, tool, args)
+        with self._guard("take approval"), self._tx():
+            row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE call_key = ? AND status = 'approved' "
+                            "AND used_by IS NULL AND decided_at >= ? ORDER BY decided_at DESC LIMIT 1",
+                            (key, now_iso(-APPROVAL_TTL_S)))
+            if row is None:
+                return None
+            granted = action_from_row(row)
+            if granted.run_id == run_id and action_id is None:
+                self._set(granted.id, "pending", note=f"approved by {granted.decided_by}")
+                return self._get_action(granted.id)
+            carried = f"approved by {granted.decided_by} (as action {granted.id[:8]})"
+            if action_id is None:
+                carrier = self._insert_action(run_id, server, tool, cls, rule, args, "pending", carried,
+                                              granted.decided_by, granted.decided_at)
+                assert carrier is not None
+            else:
+                self._q("UPDATE actions SET decided_by = ?, decided_at = ?, note = ?, updated_at = ? WHERE id = ?",
+                        (granted.decided_by, granted.decided_at, carried, now_iso(), action_id))
+                self._action_event(action_id, "action.approved_carry")
+                carrier = self._get_action(action_id)
+            self._q("UPDATE actions SET used_by = ?, updated_at = ? WHERE id = ?", (carrier.id, now_iso(), granted.id))
+            self._action_event(granted.id, "action.approval_used")
+            return carrier
+
+    def decide(self, action_id: str, approve: bool, by: str, reason: str | None = None) -> bool:
+        """Approve or deny a held call; False if it was no longer ``gated`` (a lost race)."""
+        with self._guard("record decision"), self._tx():
+            if approve:
+                return self._set(action_id, "approved", note=None, expect=("gated",), decided_by=by,
+                                 decided_at=now_iso())
+            return self._set(action_id, "denied", note=None, expect=("gated",), decided_by=by,
+                             decided_at=now_iso(), decision_note=reason or "denied")
+
+    def list_gated(self) -> list[ActionRow]:
+        """Every held call across all runs, oldest first."""
+        with self._guard("list held calls"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE status = 'gated' ORDER BY created_at")
+        return [action_from_row(r) for r in rows]
+
+    def decisions(self, run_ids: list[str] | None = None) -> list[tuple[str, str, ActionRow]]:
+        """Every approval and denial a person made, oldest first, as (when, ``approved`` |
+        ``denied``, the held call's row as it is now); ``run_ids`` limits it to those runs.
+        Read from the event chain: a spent approval's row has moved on, its decision has not."""
+        with self._guard("read decisions"):
+            rows = self._all("SELECT e.at, e.kind, " + ", ".join("a." + c.strip() for c in ACTION_COLS.split(","))
+                             + " FROM events e JOIN actions a ON a.id = e.action_id "
+                             "WHERE e.kind IN ('action.approved', 'action.denied') ORDER BY e.id")
+        keep = None if run_ids is None else set(run_ids)
+        out = []
+        for r in rows:
+            a = action_from_row(r[2:])
+            if keep is None or a.run_id in keep:
+                out.append((r[0], r[1].split(".", 1)[1], a))
+        return out

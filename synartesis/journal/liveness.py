@@ -1,0 +1,152 @@
+"""Which process started a run, and whether it is still the same process (no SQL here).
+
+A pid alone cannot say a proxy is alive: pids are reused. A process is identified by its pid
+*and* its start time (a *start token*):
+- Linux: ``linux:<boot id>:<start ticks>`` from ``/proc/sys/kernel/random/boot_id`` and field 22
+  of ``/proc/<pid>/stat`` (clock ticks after boot; a reboot changes the boot id).
+- Elsewhere: ``ct:<creation time>`` from psutil (a runtime dependency off Linux), imported only
+  when a token is asked for, never on the proxy's start-up path. Without it there is no token
+  and only the pid is checked.
+
+The rule (issue 10 item 3): a run is *stale* when its proxy's pid is not alive, or is alive
+with another start token. When nothing can be told (another host, no token, a process we may
+not inspect) it is *live*: a live proxy is never taken for dead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass
+
+__all__ = ["start_token", "pid_alive", "process_state", "ClientProcess", "client_process", "host_name"]
+
+# Launchers between a client and the proxy that say nothing about which agent it is: the
+# session is the process above them.
+_WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "uv", "uvx", "pipx",
+                       "cmd.exe", "powershell.exe", "pwsh", "pwsh.exe"})
+_boot_id: str | None = None
+
+
+def host_name() -> str:
+    """This machine's host name (runs record it: a pid means nothing on another machine)."""
+    return socket.gethostname()
+
+
+def _linux_boot_id() -> str:
+    global _boot_id
+    if _boot_id is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+                _boot_id = f.read().strip()
+        except OSError:
+            _boot_id = ""
+    return _boot_id
+
+
+def _proc_stat(pid: int) -> tuple[str, list[str]] | None:
+    """(comm, fields after the command name) of ``/proc/<pid>/stat``; None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    close = raw.rfind(")")  # the command name may itself contain ") "
+    if close < 0:
+        return None
+    return raw[raw.find("(") + 1:close], raw[close + 2:].split()
+
+
+def start_token(pid: int) -> str | None:
+    """The start token of process ``pid`` (see module docstring); None when it cannot be read
+    (no such process, no permission, no psutil off Linux)."""
+    if sys.platform.startswith("linux"):
+        stat = _proc_stat(pid)
+        if stat is None or len(stat[1]) < 20:
+            return None
+        return f"linux:{_linux_boot_id()}:{stat[1][19]}"
+    try:
+        import psutil  # off Linux only; not on the proxy's start-up path
+        return f"ct:{psutil.Process(pid).create_time():.2f}"
+    except Exception:  # ImportError, NoSuchProcess, AccessDenied: nothing can be told
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this id exists here (or it cannot be checked)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def process_state(pid: int | None, token: str | None, host: str | None = None) -> str:
+    """``live``, ``gone`` or ``unknown`` for the process recorded as (pid, start token, host).
+
+    ``gone``: the pid is not alive on this host, or it is alive with another start token
+    (reused), or this host rebooted since. ``unknown``: another host, or no pid. A pid that is
+    alive and whose start cannot be compared is ``live``.
+    """
+    if pid is None or (host is not None and host != host_name()):
+        return "unknown"
+    if not pid_alive(pid):
+        return "gone"
+    if not token:
+        return "live"
+    now = start_token(pid)
+    if now is None or now.split(":", 1)[0] != token.split(":", 1)[0]:
+        return "live"
+    return "live" if now == token else "gone"
+
+
+@dataclass(frozen=True)
+class ClientProcess:
+    """The process that launched this proxy (its agent): pid, start token, program name."""
+
+    pid: int | None
+    started: str | None
+    name: str | None
+
+
+def _parent(pid: int) -> tuple[int, str] | None:
+    """(parent pid, parent's program name) of ``pid``."""
+    if sys.platform.startswith("linux"):
+        stat = _proc_stat(pid)
+        if stat is None or len(stat[1]) < 2:
+            return None
+        ppid = int(stat[1][1])
+        parent = _proc_stat(ppid)
+        return ppid, (parent[0] if parent else "")
+    try:
+        import psutil
+        proc = psutil.Process(pid).parent()
+        return (proc.pid, proc.name()) if proc is not None else None
+    except Exception:
+        return None
+
+
+def client_process(pid: int | None = None) -> ClientProcess:
+    """The agent's process for the proxy ``pid`` (default: this process): its parent, or the
+    first ancestor above shell and launcher wrappers (``sh -c``, ``env``, ``uvx``), at most four
+    levels up. No parent (pid 1, or orphaned) gives an empty ClientProcess."""
+    me = pid is None or pid == os.getpid()
+    pid = os.getpid() if pid is None else pid
+    up = _parent(pid)
+    if up is None and me:  # nothing to inspect here (no /proc, no psutil): the parent, unnamed
+        up = (os.getppid(), "")
+    for _ in range(4):
+        if up is None or up[0] <= 1:
+            return ClientProcess(None, None, None)
+        ppid, name = up
+        if os.path.basename(name).lower() not in _WRAPPERS:
+            return ClientProcess(ppid, start_token(ppid), name or None)
+        up = _parent(ppid)
+    if up is None or up[0] <= 1:
+        return ClientProcess(None, None, None)
+    return ClientProcess(up[0], start_token(up[0]), up[1] or None)

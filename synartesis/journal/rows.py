@@ -1,0 +1,221 @@
+"""The journal's row types and status vocabularies (no SQL here).
+
+Rows are immutable snapshots of what was read; every change goes through a :class:`Journal`
+method. Column order of ``actions`` lives here once (:data:`ACTION_COLS`), shared by every
+module that selects or inserts actions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+__all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
+           "IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
+           "action_from_row", "action_values", "action_state", "now_iso", "status_text"]
+
+RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
+ACTION_STATUSES = ("pending", "unknown", "gated", "approved", "denied", "applied", "failed",
+                   "rolling_back", "rolled_back", "unrecoverable")
+ATTEMPT_KINDS = ("undo", "redo", "saga")
+ATTEMPT_STATUSES = ("running", "rolled_back", "partial", "halted", "abandoned", "compensated",
+                    "redone", "nothing")
+# An action in one of these states may have changed the world and has not been put back.
+IN_EFFECT = ("applied", "rolling_back", "unrecoverable", "unknown", "pending")
+APPROVAL_TTL_S = 3600
+
+
+def now_iso(offset_s: float = 0.0) -> str:
+    """UTC now (plus ``offset_s`` seconds) as ISO-8601 with milliseconds, e.g.
+    ``2026-12-01T07:55:00.123Z`` (sorts as text in time order)."""
+    t = datetime.now(timezone.utc) + timedelta(seconds=offset_s)
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def status_text(status: str, unverified: int = 0) -> str:
+    """A run's or session's status as shown: ``compensated (unverified: N)`` carries its count
+    (issue 10 item 4: "requested" is not "undone")."""
+    if status == "compensated":
+        return f"compensated (unverified: {unverified})"
+    return status
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """An agent session: the runs of one client process (or of one ``SYNARTESIS_SESSION``).
+
+    ``kind``: ``client`` (grouped by the client's pid and start time), ``explicit`` (the
+    environment named it) or ``run`` (a run from before sessions were recorded: its own session).
+    """
+
+    id: str
+    kind: str
+    name: str | None
+    client: str | None
+    client_pid: int | None
+    client_started: str | None
+    host: str | None
+    started_at: str
+    last_at: str | None = None  # the newest run start or action in it (sessions sort by it)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A run: one proxy's connection (one MCP session through one proxy).
+
+    ``stale``: the run is stored ``active`` but its proxy is gone (pid dead, or reused by a
+    process with another start time); every CLI treats it as ended and closes it on its next
+    write to the journal. ``unverified``: after an undo that ended ``compensated``, how many
+    compensations were sent without a read to confirm them.
+    """
+
+    id: str
+    label: str | None
+    client: str | None
+    started_at: str
+    ended_at: str | None
+    status: str
+    pid: int | None
+    servers: dict
+    actions: int = 0
+    counts: dict = field(default_factory=dict)
+    session_id: str | None = None
+    proxy_started: str | None = None
+    host: str | None = None
+    unverified: int = 0
+    end_note: str | None = None
+    stale: bool = False
+    open_writes: int = 0  # non-readonly actions still in effect (not undone, not failed)
+
+    @property
+    def live(self) -> bool:
+        """Its proxy is still running: an agent may still be writing through it."""
+        return self.status == "active" and not self.stale
+
+    @property
+    def shown_status(self) -> str:
+        """The status as every view shows it (a stale run reads as ended)."""
+        if self.status == "active" and self.stale:
+            return "complete"
+        return status_text(self.status, self.unverified)
+
+    @property
+    def unknown(self) -> int:
+        """Actions whose outcome is unknown; a ``pending`` one counts once the run has ended
+        (nothing is still waiting for its answer)."""
+        n = self.counts.get("unknown", 0)
+        if not self.live:
+            n += self.counts.get("pending", 0)
+        return n
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """One ``tools/call`` (or a held call) in a run. Payload refs are read with
+    :meth:`Journal.get_json`.
+
+    ``gseq`` is the journal-wide order (across runs and servers); ``seq`` the order inside the
+    run. ``reverted`` says how a ``rolled_back`` action got there: ``verified`` (a re-read showed
+    the captured state), ``unverified`` (a compensation sent with nothing to read) or ``found``
+    (it was already back).
+    """
+
+    id: str
+    run_id: str
+    seq: int
+    server: str
+    tool: str
+    cls: str
+    rule: str | None
+    call_key: str
+    args_ref: str
+    prior: str | None
+    snapshot_ref: str | None
+    result_ref: str | None
+    inverse_ref: str | None
+    verify_ref: str | None
+    post_ref: str | None
+    status: str
+    note: str | None
+    decided_by: str | None
+    decided_at: str | None
+    decision_note: str | None
+    used_by: str | None
+    idempotency_key: str
+    created_at: str
+    updated_at: str
+    gseq: int | None = None
+    reverted: str | None = None
+
+    @property
+    def label(self) -> str:
+        """Status for display: a spent approval shows as ``used`` (reference defect 36)."""
+        return "used" if self.status == "approved" and self.used_by else self.status
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.server}.{self.tool}"
+
+
+ACTION_COLS = ("id, run_id, seq, server, tool, class, rule, call_key, args_ref, prior, snapshot_ref, "
+               "result_ref, inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, "
+               "decision_note, used_by, idempotency_key, created_at, updated_at, gseq, reverted")
+ACTION_COUNT = ACTION_COLS.count(",") + 1
+
+
+def action_from_row(row: tuple) -> ActionRow:
+    """An ActionRow from a row selected with :data:`ACTION_COLS`."""
+    return ActionRow(*row)
+
+
+def action_values(a: ActionRow) -> tuple:
+    """An ActionRow as the tuple of its columns (the order of :data:`ACTION_COLS`)."""
+    return (a.id, a.run_id, a.seq, a.server, a.tool, a.cls, a.rule, a.call_key, a.args_ref, a.prior,
+            a.snapshot_ref, a.result_ref, a.inverse_ref, a.verify_ref, a.post_ref, a.status, a.note,
+            a.decided_by, a.decided_at, a.decision_note, a.used_by, a.idempotency_key, a.created_at,
+            a.updated_at, a.gseq, a.reverted)
+
+
+def action_state(a: ActionRow) -> dict:
+    """The part of an action row the event chain vouches for (compared by ``audit``).
+
+    ``gseq`` and ``reverted`` arrived with schema 2: events written before it lack them, and
+    the audit compares only the keys an event recorded.
+    """
+    return {"seq": a.seq, "server": a.server, "tool": a.tool, "class": a.cls, "key": a.call_key,
+            "args": a.args_ref, "status": a.status, "prior": a.prior, "snapshot": a.snapshot_ref,
+            "result": a.result_ref, "inverse": a.inverse_ref, "verify": a.verify_ref, "post": a.post_ref,
+            "by": a.decided_by, "used_by": a.used_by, "decision": a.decision_note, "gseq": a.gseq,
+            "reverted": a.reverted}
+
+
+@dataclass(frozen=True)
+class UndoRow:
+    """One run's part of an undo, redo or saga attempt.
+
+    An attempt over a session writes one row per run it covers, sharing ``attempt``; each
+    row's steps are chained in its run's event log. ``scope`` is what was asked
+    (``{"session": id}``, ``{"run": id}``, ``{"run": id, "only": seq}``, ``{"to": n}``).
+    """
+
+    id: str
+    run_id: str
+    by: str
+    pid: int | None
+    started_at: str
+    ended_at: str | None
+    status: str
+    report_ref: str | None
+    kind: str = "undo"
+    attempt: str | None = None
+    scope: dict | None = None
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Outcome of :meth:`Journal.audit` for one run: ``ok`` and, if not, where it breaks."""
+
+    run_id: str
+    ok: bool
+    events: int
+    problems: list[str]

@@ -1,0 +1,170 @@
+"""The journal's schema and its migrations (DESIGN §5).
+
+Migrations are ordered, recorded in ``migrations`` (number, name, when) and in the backend's
+schema version, and applied together in one write transaction: proxies that start together on
+a new file never see half a schema (the reference lost some), and an upgrade either happens
+whole or not at all. A migration never drops history: tables whose constraints change are
+rebuilt by copying every row (SQLite cannot alter a CHECK), with foreign keys off around the
+transaction so the copy cannot cascade.
+
+The DDL below is SQLite's. A second backend keeps the same numbers and names with its own DDL.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from synartesis.errors import JournalConfigError
+from synartesis.journal.rows import now_iso
+
+if TYPE_CHECKING:
+    from synartesis.journal.sqlite import SqliteBackend
+
+__all__ = ["Migration", "MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    sql: str
+    rebuilds: bool = False  # copies tables that others reference (needs foreign keys off)
+
+
+_INITIAL = """
+CREATE TABLE blobs (
+  hash TEXT PRIMARY KEY, codec TEXT NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY, label TEXT, client TEXT,
+  started_at TEXT NOT NULL, ended_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('active','complete','rolled_back','partial')),
+  pid INTEGER, servers TEXT NOT NULL DEFAULT '{}', head TEXT NOT NULL DEFAULT '');
+CREATE TABLE actions (
+  id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+  class TEXT NOT NULL CHECK (class IN ('readonly','reversible','compensable','irreversible')),
+  rule TEXT, call_key TEXT NOT NULL, args_ref TEXT NOT NULL,
+  prior TEXT CHECK (prior IN ('captured','absent')), snapshot_ref TEXT,
+  result_ref TEXT, inverse_ref TEXT, verify_ref TEXT, post_ref TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending','unknown','gated','approved','denied','applied',
+    'failed','rolling_back','rolled_back','unrecoverable')),
+  note TEXT, decided_by TEXT, decided_at TEXT, decision_note TEXT, used_by TEXT,
+  idempotency_key TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  UNIQUE (run_id, seq));
+CREATE INDEX actions_by_key ON actions (call_key, status);
+CREATE INDEX actions_by_status ON actions (status);
+CREATE TABLE undos (
+  id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  by TEXT NOT NULL, pid INTEGER, started_at TEXT NOT NULL, ended_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running','rolled_back','partial','halted','abandoned')),
+  report_ref TEXT);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, action_id TEXT, undo_id TEXT,
+  at TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE INDEX events_by_run ON events (run_id, id);
+CREATE TABLE shapes (
+  fingerprint TEXT PRIMARY KEY, server TEXT NOT NULL, tool TEXT NOT NULL, ref TEXT NOT NULL,
+  first_seen TEXT NOT NULL);
+"""
+
+# Schema 2 (issue 10): agent sessions; who launched each run (pid + start token, host); a
+# journal-wide action order; honest run statuses (compensated, redone) with the unverified
+# count; how each action was reverted; undo attempts that can be redo and saga attempts and
+# span a session. Runs that predate it become sessions of their own ('run'); their actions get
+# journal-wide numbers in the order they were recorded.
+_SESSIONS = """
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('client','explicit','run')),
+  name TEXT, client TEXT, client_pid INTEGER, client_started TEXT, host TEXT,
+  started_at TEXT NOT NULL);
+CREATE INDEX sessions_by_name ON sessions (name);
+CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE runs_v2 (
+  id TEXT PRIMARY KEY, label TEXT, client TEXT,
+  started_at TEXT NOT NULL, ended_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('active','complete','rolled_back','partial','compensated','redone')),
+  pid INTEGER, servers TEXT NOT NULL DEFAULT '{}', head TEXT NOT NULL DEFAULT '',
+  session_id TEXT REFERENCES sessions(id), proxy_started TEXT, host TEXT,
+  unverified INTEGER NOT NULL DEFAULT 0, end_note TEXT);
+INSERT INTO sessions (id, kind, client, started_at)
+  SELECT 's-' || substr(id, 1, 8) || substr(id, 10, 4) || substr(id, 15, 4), 'run', COALESCE(client, label), started_at
+  FROM runs;
+INSERT INTO runs_v2 (id, label, client, started_at, ended_at, status, pid, servers, head, session_id)
+  SELECT id, label, client, started_at, ended_at, status, pid, servers, head,
+         's-' || substr(id, 1, 8) || substr(id, 10, 4) || substr(id, 15, 4)
+  FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v2 RENAME TO runs;
+CREATE INDEX runs_by_session ON runs (session_id, started_at);
+ALTER TABLE actions ADD COLUMN gseq INTEGER;
+ALTER TABLE actions ADD COLUMN reverted TEXT CHECK (reverted IN ('verified','unverified','found'));
+CREATE TEMP TABLE gseq_order (id TEXT PRIMARY KEY, n INTEGER NOT NULL);
+INSERT INTO gseq_order SELECT id, row_number() OVER (ORDER BY created_at, run_id, seq) FROM actions;
+UPDATE actions SET gseq = (SELECT n FROM gseq_order WHERE gseq_order.id = actions.id);
+DROP TABLE gseq_order;
+INSERT INTO counters (name, value) SELECT 'gseq', COALESCE(MAX(gseq), 0) FROM actions;
+CREATE UNIQUE INDEX actions_by_gseq ON actions (gseq);
+CREATE TABLE undos_v2 (
+  id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  by TEXT NOT NULL, pid INTEGER, started_at TEXT NOT NULL, ended_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('running','rolled_back','partial','halted','abandoned',
+    'compensated','redone','nothing')),
+  report_ref TEXT,
+  kind TEXT NOT NULL DEFAULT 'undo' CHECK (kind IN ('undo','redo','saga')),
+  attempt TEXT, scope TEXT, pid_started TEXT);
+INSERT INTO undos_v2 (id, run_id, by, pid, started_at, ended_at, status, report_ref, kind, attempt, scope)
+  SELECT id, run_id, by, pid, started_at, ended_at, status, report_ref, 'undo', id, '{"run":"' || run_id || '"}'
+  FROM undos;
+DROP TABLE undos;
+ALTER TABLE undos_v2 RENAME TO undos;
+CREATE INDEX undos_by_run ON undos (run_id, started_at);
+CREATE INDEX undos_by_attempt ON undos (attempt);
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", _INITIAL),
+    Migration(2, "agent sessions, journal-wide order, honest statuses, redo", _SESSIONS, rebuilds=True),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].number
+
+
+def _statements(sql: str) -> list[str]:
+    return [s for s in (part.strip() for part in sql.split(";")) if s]
+
+
+def migrate(db: "SqliteBackend") -> list[int]:
+    """Bring the journal behind ``db`` to :data:`SCHEMA_VERSION`; return the migrations applied.
+
+    Raises:
+        JournalConfigError: a newer schema than this build knows, or a database that is not a
+            journal (tables, but no schema version).
+    """
+    version = db.schema_version()
+    if version == SCHEMA_VERSION:
+        return []
+    if version > SCHEMA_VERSION:
+        raise JournalConfigError(
+            f"the journal at {db.path} was written by a newer synartesis (schema {version}; this "
+            f"build reads up to {SCHEMA_VERSION}). Upgrade synartesis, or point --journal at a new file; "
+            "keep this one: everything an agent did is in it.")
+    pending = [m for m in MIGRATIONS if m.number > version]
+    applied: list[int] = []
+    with (db.rebuilding() if version and any(m.rebuilds for m in pending) else nullcontext()), db.write():
+        version = db.schema_version()  # another process may have migrated while we waited
+        if version == 0:
+            if db.has_tables():
+                raise JournalConfigError(f"{db.path} is a SQLite database but not a Synartesis journal. "
+                                         "Point --journal at a journal, or at a new file to start one.")
+            db.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+        for m in MIGRATIONS:
+            if m.number > version:
+                for stmt in _statements(m.sql):
+                    db.execute(stmt)
+                db.execute("INSERT INTO migrations (version, name, applied_at) VALUES (?,?,?)",
+                           (m.number, m.name, now_iso()))
+                applied.append(m.number)
+        db.set_schema_version(SCHEMA_VERSION)
+    return applied

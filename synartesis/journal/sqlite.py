@@ -1,0 +1,251 @@
+"""The SQLite backend: everything about the journal that is specific to SQLite or to a file.
+
+The rest of ``synartesis.journal`` writes portable SQL (``?`` placeholders, ``ON CONFLICT DO
+NOTHING``, window functions) and goes through :class:`SqliteBackend` for what is not portable:
+opening (file creation, modes, PRAGMAs), the write transaction (``BEGIN IMMEDIATE``), the schema
+version (``PRAGMA user_version``), the change counter (``PRAGMA data_version``), compaction
+(``VACUUM``) and the meaning of driver errors. A second backend (PostgreSQL, issue 14) implements
+the same methods; :meth:`SqliteBackend.sql` is where it would rewrite placeholders.
+
+File contract (DESIGN §5, issue 9 item 12): the journal is 0600 in a 0700 folder. Folders we
+create are 0700 whatever the umask; an existing journal (and its ``-wal``/``-shm``) looser than
+0600 is tightened, and so is its folder when the folder is ours (it holds nothing but the
+journal and synartesis's own files); a folder that is not ours is only reported, and only when
+others can write to it. Each is reported in :attr:`SqliteBackend.warnings`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from synartesis.errors import JournalConfigError, JournalError, NoJournalError
+
+__all__ = ["SqliteBackend", "Error"]
+
+Error = sqlite3.Error
+_SIDE_FILES = ("-wal", "-shm")
+# What may sit beside a journal in a folder that synartesis made for it.
+_OURS = ("synartesis.yaml", "installed.json", "backups")
+
+
+class SqliteBackend:
+    """One connection to one journal file. Not thread-safe; one per thread."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, warnings: list[str] | None = None) -> None:
+        self.path = path
+        self.conn = conn
+        self.warnings: list[str] = warnings or []
+
+    # -- opening ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, create: bool) -> "SqliteBackend":
+        """Open (and with ``create`` make) the journal file at ``path``.
+
+        Pragmas: WAL, ``busy_timeout`` 10 s, ``foreign_keys``; ``synchronous=NORMAL`` (a
+        process crash loses nothing; a power cut may lose the last commits), ``FULL`` with
+        ``SYNARTESIS_SYNC=full``.
+
+        Raises:
+            NoJournalError: ``create`` is False and there is no file.
+            JournalConfigError: a directory, or not a database.
+            JournalError: it could not be created or opened.
+        """
+        p = Path(path).expanduser()
+        warnings: list[str] = []
+        if not p.exists():
+            if not create:
+                raise NoJournalError(f"there is no journal at {p}; it is created by the first proxy that runs (or pass --journal)")
+            try:
+                _make_private_dirs(p.parent)
+                fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o600)
+                os.close(fd)
+                os.chmod(p, 0o600)
+            except OSError as exc:
+                raise JournalError(f"the journal at {p} could not be created: {exc.strerror or exc}") from None
+        elif p.is_dir():
+            raise JournalConfigError(f"the journal at {p} could not be opened: it is a directory")
+        else:
+            warnings.extend(_tighten(p))
+        try:
+            conn = sqlite3.connect(str(p), timeout=10.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 10000")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA foreign_keys = ON")
+            sync = "FULL" if os.environ.get("SYNARTESIS_SYNC", "").lower() == "full" else "NORMAL"
+            conn.execute(f"PRAGMA synchronous = {sync}")
+        except sqlite3.DatabaseError as exc:
+            raise cls.error(p, "open", exc) from None
+        return cls(p, conn, warnings)
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+
+    # -- statements ------------------------------------------------------------------------
+    @staticmethod
+    def sql(text: str) -> str:
+        """The statement as this driver wants it (``?`` placeholders are native here)."""
+        return text
+
+    def execute(self, text: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.conn.execute(text, params)
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A write transaction that holds the write lock from its first statement (``BEGIN
+        IMMEDIATE``), so read-then-write decisions cannot race another process."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- schema bookkeeping ------------------------------------------------------------------
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def set_schema_version(self, version: int) -> None:
+        self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    def has_tables(self) -> bool:
+        return bool(self.conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0])
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.conn.execute(f"PRAGMA table_info({table})").fetchall()]
+
+    @contextmanager
+    def rebuilding(self) -> Iterator[None]:
+        """Around a migration that rebuilds tables (SQLite's "12-step" ALTER): foreign keys off
+        outside the transaction, so dropping an old table cannot cascade into its children,
+        and checked before they are switched back on."""
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            yield
+            bad = self.conn.execute("PRAGMA foreign_key_check").fetchall()
+            if bad:
+                raise JournalError(f"the journal at {self.path} has {len(bad)} rows pointing at nothing after its "
+                                   "upgrade; it was left as it was")
+        finally:
+            self.conn.execute("PRAGMA foreign_keys = ON")
+
+    # -- upkeep ----------------------------------------------------------------------------
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (cheap polling for live views)."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def compact(self) -> None:
+        """Give freed space back to the file system (after deleting runs)."""
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.execute("VACUUM")
+
+    def size(self) -> int:
+        """Bytes on disk (the file and its write-ahead log)."""
+        total = 0
+        for suffix in ("", "-wal"):
+            try:
+                total += (self.path.parent / (self.path.name + suffix)).stat().st_size
+            except OSError:
+                pass
+        return total
+
+    # -- errors ----------------------------------------------------------------------------
+    @staticmethod
+    def error(path: Path, op: str, exc: Exception) -> JournalError:
+        """The JournalError for a driver error: a damaged or foreign file is a configuration
+        error naming the file (exit 2); anything else (locked, disk full) is not."""
+        text = str(exc)
+        if "not a database" in text or "file is encrypted" in text:
+            return JournalConfigError(f"{path} is not a Synartesis journal (or it is damaged: {text}). Point "
+                                      "--journal at a journal, or at a new file to start one.")
+        if "malformed" in text or "disk image" in text:
+            return JournalConfigError(f"the journal at {path} is damaged ({text}); keep a copy of it (it holds "
+                                      "everything an agent did) and point --journal at a new file")
+        if op == "open":
+            return JournalError(f"the journal at {path} could not be opened: {text}")
+        return JournalError(f"journal {op} failed ({path}): {text}")
+
+
+def _make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and any missing parents, each 0700 whatever the umask."""
+    missing = []
+    d = folder
+    while not d.exists():
+        missing.append(d)
+        if d.parent == d:
+            break
+        d = d.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)
+
+
+def _tighten(p: Path) -> list[str]:
+    """Tighten a journal looser than 0600 (and its folder, when it is ours, looser than 0700);
+    return what was said about it."""
+    notes: list[str] = []
+    uid = getattr(os, "getuid", None)
+    if uid is None:  # Windows: no POSIX modes to speak of
+        return notes
+    for f in [p] + [p.parent / (p.name + s) for s in _SIDE_FILES]:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            old = stat.S_IMODE(st.st_mode)
+            if st.st_uid == uid():
+                try:
+                    os.chmod(f, 0o600)
+                    notes.append(f"{f} was readable by others (mode {old:04o}); it holds your data, so it is now 0600")
+                    continue
+                except OSError:
+                    pass
+            notes.append(f"{f} is readable by others (mode {old:04o}) and could not be tightened; it holds your "
+                         f"data: chmod 600 {f}")
+    folder = p.parent
+    try:
+        st = folder.stat()
+    except OSError:
+        return notes
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o077:
+        return notes
+    if st.st_uid == uid() and _ours(folder, p.name):
+        try:
+            os.chmod(folder, 0o700)
+            notes.append(f"{folder} was open to others (mode {mode:04o}); it holds the journal, so it is now 0700")
+            return notes
+        except OSError:
+            pass
+    if mode & 0o022 and not mode & stat.S_ISVTX:
+        # a folder others can write to lets them replace the journal; one they can only list is
+        # the user's own business (a project folder with the journal beside its policy)
+        notes.append(f"{folder} can be written by others (mode {mode:04o}), so they could replace the journal in it "
+                     f"(chmod go-w {folder}, or keep the journal in a folder of its own)")
+    return notes
+
+
+def _ours(folder: Path, journal_name: str) -> bool:
+    """True when ``folder`` holds nothing but this journal and synartesis's own files."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return all(n.startswith(journal_name) or n in _OURS or n.endswith(".synartesis-tmp") for n in names)

@@ -1,0 +1,141 @@
+"""What a held call would change (issue 10 item 10), for ``gates``, ``approve`` and the console.
+
+For a held call whose rule has a pre-read, the pre-read is run now (on the server as the held
+call's run launched it): the current state is shown next to the call's arguments, and where
+the rule's inverse says which argument would replace which part of the state (an inverse
+argument that is exactly ``$snapshot.X`` restores ``X`` from the argument of the same name), a
+unified diff of the two when both are text. A call whose arguments or server name match the
+policy's ``production_patterns`` (default ``prod``, ``production``, ``live``; whole words,
+any case) is flagged. Nothing is sent but the read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from synartesis.journal import ActionRow, Journal
+from synartesis.policy.model import Policy
+from synartesis.policy.refs import RefError
+from synartesis.proxy.pipeline import resolve_call
+from synartesis.undo.servers import SpawnedServers
+
+__all__ = ["HeldPreview", "preview_held", "production_hits", "DEFAULT_PRODUCTION_PATTERNS"]
+
+DEFAULT_PRODUCTION_PATTERNS = ("prod", "production", "live")
+_SNAPSHOT_FIELD = re.compile(r"^\$snapshot\.([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+@dataclass
+class HeldPreview:
+    """A held call with what it would change.
+
+    ``current``: the pre-read's observation (``{"present": …, "value": …}``), None when there is
+    no pre-read or it failed (``note`` says which). ``diffs``: (argument, unified diff).
+    ``production``: the patterns its arguments or server name matched.
+    """
+
+    action: ActionRow
+    args: Any
+    read: dict | None = None
+    current: dict | None = None
+    note: str | None = None
+    diffs: list[tuple[str, str]] = field(default_factory=list)
+    production: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"read": self.read, "current": self.current, "note": self.note,
+                "diffs": [{"argument": k, "diff": d} for k, d in self.diffs], "production": self.production}
+
+
+def _patterns(policy: Policy | None) -> tuple[str, ...]:
+    found = getattr(policy, "production_patterns", None) if policy is not None else None
+    return tuple(found) if found else DEFAULT_PRODUCTION_PATTERNS
+
+
+def production_hits(policy: Policy | None, server: str, args: Any) -> list[str]:
+    """The production patterns that ``server`` or any string in ``args`` contains as a word."""
+    texts = [server]
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            texts.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                texts.append(str(k))
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(args)
+    hits = []
+    for p in _patterns(policy):
+        rx = re.compile(r"(?<![A-Za-z0-9])" + re.escape(p) + r"(?![A-Za-z0-9])", re.IGNORECASE)
+        if any(rx.search(t) for t in texts):
+            hits.append(p)
+    return hits
+
+
+def _pairs(policy: Policy, a: ActionRow, args: Any) -> list[tuple[str, str]]:
+    """(argument, snapshot field) pairs the rule's inverse reveals (see module docstring)."""
+    rule = policy.rule_for(a.server, a.tool, args)
+    out = []
+    for call in rule.inverse:
+        for key, value in (call.args or {}).items():
+            m = _SNAPSHOT_FIELD.match(value) if isinstance(value, str) else None
+            if m and isinstance(args, dict) and key in args:
+                out.append((key, m.group(1)))
+    return out
+
+
+def _diff(before: str, after: str, name: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 fromfile=f"{name} (now)", tofile=f"{name} (after this call)")
+    return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
+
+
+async def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | None, *, entry_env: Any = None,
+                       read_timeout: float = 10.0) -> list[HeldPreview]:
+    """A :class:`HeldPreview` per held action (in order); starts only the servers it reads."""
+    previews = [HeldPreview(a, j.get_json(a.args_ref)) for a in actions]
+    for p in previews:
+        p.production = production_hits(policy, p.action.server, p.args)
+        if policy is None:
+            p.note = "there is no policy, so there is no pre-read to show the current state with"
+            continue
+        rule = policy.rule_for(p.action.server, p.action.tool, p.args)
+        if rule.snapshot is None:
+            p.note = "its rule has no pre-read, so the current state cannot be shown"
+            continue
+        try:
+            p.read = resolve_call(rule.snapshot, {"args": p.args})
+        except RefError as exc:
+            p.note = f"its pre-read could not be built from the arguments: {exc}"
+    wanted = [p for p in previews if p.read is not None]
+    if not wanted:
+        return previews
+    runs = {r.id: r for r in j.list_runs() if r.id in {p.action.run_id for p in wanted}}
+    pool = SpawnedServers(runs, policy, entry_env)
+    try:
+        await pool.start({(p.action.run_id, p.read["server"]) for p in wanted})
+        for p in wanted:
+            out = await pool.read(p.action.run_id, p.read, timeout=read_timeout, max_bytes=8 * 1024 * 1024)
+            p.current = out.observation()
+            if p.current is None:
+                p.note = f"the current state could not be read: {out.reason}"
+                continue
+            if not p.current.get("present"):
+                p.note = "it does not exist yet"
+                continue
+            value = p.current.get("value")
+            for arg, fld in _pairs(policy, p.action, p.args):
+                now = value.get(fld) if isinstance(value, dict) else (value if fld in ("content", "text") else None)
+                new = p.args.get(arg)
+                if isinstance(now, str) and isinstance(new, str):
+                    p.diffs.append((arg, _diff(now, new, arg)))
+    finally:
+        await pool.close()
+    return previews

@@ -1,0 +1,251 @@
+"""Redo (issue 10 item 5): re-apply what the last undo of a run or session reverted.
+
+The last undo whose reverted actions are still reverted is redone, oldest action first: the
+original call, as the journal recorded it, sent again. Before each call the resource is read
+and compared with the state the undo left (the captured snapshot, or what the undo read after
+its compensation): drift halts with both values and the three ways on, as undo does. After
+it, the inverse is rebuilt from the new result (the current policy, like ``--replan``) and the
+post-state read again, so ``undo`` after ``redo`` works again. Irreversible calls are never
+re-sent: they are listed and left alone. A redo is recorded and chained like an undo
+(``redo.begin`` / ``redo.step`` / ``redo.end``). Redo runs the calls with the same servers as
+undo (:class:`~synartesis.undo.servers.SpawnedServers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synartesis.canonical import canonical
+from synartesis.errors import ConflictError
+from synartesis.journal import ActionRow, Journal, UndoRow
+from synartesis.proxy.payload import error_text, is_error, payload
+from synartesis.undo.engine import IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, replan_action, prior_state
+from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
+from synartesis.undo.targets import Target, resolve_target
+
+__all__ = ["redo", "redoable"]
+
+_SENT = ("restored (verified)", "sent (unverified)")
+
+
+def _attempts(j: Journal, run_ids: list[str] | None) -> list[list[UndoRow]]:
+    """Finished undo and saga attempts (their rows, grouped), newest first."""
+    groups: dict[str, list[UndoRow]] = {}
+    for u in j.attempt_rows(run_ids):
+        if u.kind in ("undo", "saga") and u.status not in ("running", "abandoned") and u.report_ref:
+            groups.setdefault(u.attempt or u.id, []).append(u)
+    return sorted(groups.values(), key=lambda rows: rows[0].started_at, reverse=True)
+
+
+def redoable(j: Journal, run_ids: list[str] | None) -> tuple[list[UndoRow], dict, list[ActionRow]] | None:
+    """The newest undo of these runs (None: all runs) whose reverted actions are still
+    reverted: (its rows, its report, those actions oldest first); None when there is none."""
+    for rows in _attempts(j, run_ids):
+        report = j.get_json(rows[0].report_ref) or {}
+        sent = [s["action"] for s in report.get("steps", []) if s.get("kind") == "revert" and s.get("outcome") in _SENT]
+        keep = set(run_ids) if run_ids is not None else None
+        actions = []
+        for aid in sent:
+            try:
+                a = j.get_action(aid)
+            except Exception:  # pruned since
+                continue
+            if a.status == "rolled_back" and (keep is None or a.run_id in keep):
+                actions.append(a)
+        if actions:
+            return rows, report, sorted(actions, key=lambda a: (a.gseq or 0, a.seq))
+    return None
+
+
+def _target_of(j: Journal, opts: UndoOptions) -> tuple[Target | None, Any]:
+    if opts.run:
+        t = resolve_target(j, opts.run)
+        return t, redoable(j, t.run_ids)
+    found = redoable(j, None)
+    if found is None:
+        return None, None
+    scope = found[0][0].scope or {}
+    ref = scope.get("session") or scope.get("run") or found[0][0].run_id
+    t = resolve_target(j, ref)
+    t.picked = f"the newest undo that is not redone yet ({found[0][0].started_at}, by {found[0][0].by})"
+    return t, redoable(j, t.run_ids)
+
+
+async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> UndoReport:
+    """Redo what the last undo of ``opts.run`` reverted (default: the newest undo not redone).
+
+    ``opts``: ``dry_run``, ``force``/``yes`` (past drift), ``by``, ``policy`` (to rebuild
+    inverses from the new results), timeouts, ``entry_env``.
+
+    Raises:
+        UsageError: no such run or session.
+        ConflictError: a live run (without ``force``), or another undo or redo of it running.
+    """
+    target, found = _target_of(j, opts)
+    if target is None or found is None:
+        name = target.name if target is not None else "this journal"
+        return UndoReport(run=target.id if target else "", dry_run=opts.dry_run, status="nothing", kind="redo",
+                          target=target.kind if target else "run", target_name=name,
+                          message=f"nothing to redo in {name}: no undo of it has reverted anything that is still undone")
+    rows, last, actions = found
+    if target.live_runs and not opts.force:
+        raise ConflictError(f"{target.name} is still active (an agent may still be writing through it); "
+                            "stop the agent first, or add --force")
+    preview = opts.dry_run or (opts.force and not opts.yes)
+    report = UndoReport(run=target.id, dry_run=preview, status="partial", preview_force=opts.force and not opts.yes,
+                        kind="redo", target=target.kind, target_name=target.name, picked=target.picked)
+    left = [s for s in last.get("steps", []) if s.get("kind") == "permanent"]
+    after = {s["action"]: s.get("after") for s in last.get("steps", []) if s.get("kind") == "revert"}
+    runs = {r.id: r for r in target.runs}
+    pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env)
+    needed = {(a.run_id, a.server) for a in actions}
+    needed |= {(a.run_id, v["server"]) for a in actions if (v := j.get_json(a.verify_ref))}
+    attempt = None
+    if not preview:
+        attempt = j.begin_attempt([a.run_id for a in actions], opts.by, "redo", {target.kind: target.id})
+        if attempt is None:
+            raise ConflictError(f"another undo or redo of {target.name} is running; wait for it to finish")
+        report.undo_id = attempt.id
+    walk = _Redo(j, pool, opts, preview, report, after, attempt.id if attempt else "dry")
+    try:
+        await pool.start(needed)
+        report.warnings.extend(pool.warnings)
+        for a in actions:
+            step = await walk.one(a)
+            step.run, step.gseq = a.run_id, a.gseq
+            report.steps.append(step)
+            if attempt is not None:
+                j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
+                                                   "outcome": step.outcome, "reason": step.reason})
+            if step.kind == "halt":
+                report.halted = step
+                break
+        for s in left:
+            report.steps.append(Step(s["seq"], s["action"], s["tool"], "left",
+                                     "the undo left it in place (it cannot be undone), so there is nothing to redo",
+                                     run=s.get("run"), gseq=s.get("gseq")))
+        statuses: dict[str, str] = {}
+        redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone")}
+        for rid in redone:
+            still = any(a.status == "rolled_back" and a.cls != "readonly" for a in j.actions(rid))
+            statuses[rid] = "partial" if (still and not preview) or report.halted else "redone"
+            if not preview:
+                j.set_run_status(rid, statuses[rid])
+        report.runs = statuses
+        report.status = ("partial" if report.halted or "partial" in statuses.values()
+                         else "redone" if statuses else "nothing")
+    finally:
+        if servers is None:
+            await pool.close()
+        if attempt is not None:
+            per_run = {rid: ("halted" if report.halted and report.halted.run == rid else report.runs.get(rid, "nothing"))
+                       for rid in attempt.rows}
+            j.finish_attempt(attempt, per_run, report.as_json())
+    return report
+
+
+class _Redo:
+    def __init__(self, j: Journal, pool: ServerPool, opts: UndoOptions, preview: bool, report: UndoReport,
+                 after: dict[str, Any], attempt: str) -> None:
+        self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
+        self.attempt = attempt
+
+    async def read(self, a: ActionRow, read: dict) -> dict | None:
+        out = await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
+        return out.observation()
+
+    async def one(self, a: ActionRow) -> Step:
+        j, opts, q = self.j, self.opts, a.qualified
+        if a.cls == "irreversible":
+            return Step(a.seq, a.id, q, "left", "irreversible calls are never re-sent")
+        args = j.get_json(a.args_ref)
+        call = [{"server": a.server, "tool": a.tool, "args": args}]
+        verify, post = j.get_json(a.verify_ref), j.get_json(a.post_ref)
+        expected = prior_state(a, j.get_json(a.snapshot_ref) if a.prior == "captured" else None)
+        if expected is None:
+            expected = self.after.get(a.id)
+        verified, forced = False, False
+        step_expected = step_actual = None
+        if verify is None:
+            reason = "no read declared, so drift could not be ruled out"
+        elif expected is None:
+            reason = "the undo left no record of the state it produced, so drift could not be ruled out"
+        else:
+            now = await self.read(a, verify)
+            if now is None:
+                return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
+                            detail=f"the read {verify['server']}.{verify['tool']} failed")
+            if canonical(now) == canonical(expected):
+                verified, reason = True, "state is as the undo left it; " + (
+                    "the call would be sent again" if self.preview else "sending the call again")
+            elif post is not None and canonical(now) == canonical(post):
+                if not self.preview:
+                    j.set_action_status(a.id, "applied", note="found already as this call left it (redo)",
+                                        expect=("rolled_back",), reverted=None)
+                return Step(a.seq, a.id, q, "already-redone", "the resource is already as this call left it",
+                            verified=True)
+            else:
+                detail = (f"drift at sequence {a.seq}: the resource is not in the state the undo left it in.\n"
+                          f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}")
+                if not opts.force:
+                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=expected, actual=now)
+                if self.preview:
+                    return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would send the call anyway",
+                                detail=detail, calls=call, expected=expected, actual=now)
+                forced, step_expected, step_actual = True, expected, now
+                reason = "drifted, sending the call anyway as --force --yes asked"
+        if self.preview:
+            return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified)
+        if not j.set_action_status(a.id, "pending", note=f"redo sent by {opts.by}", expect=("rolled_back",)):
+            return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
+        key = f"{a.run_id}:{a.seq}:redo:{self.attempt[:8]}"
+        try:
+            result = await self.pool.call(a.run_id, a.server, a.tool, args, timeout=opts.call_timeout,
+                                          meta={IDEMPOTENCY_KEY: key})
+        except RequestFailed as exc:
+            if exc.maybe_applied:
+                self.report.sent += 1
+                note = f"redo halted at sequence {a.seq}: the call's outcome is unknown: {exc.message}"
+                j.set_action_status(a.id, "unknown", note=note, expect=("pending",))
+                return Step(a.seq, a.id, q, "halt", "the redo's outcome is unknown", detail=note, calls=call)
+            j.set_action_status(a.id, "rolled_back", note=f"redo not sent: {exc.message}", expect=("pending",))
+            return Step(a.seq, a.id, q, "halt", "the redo was not sent", detail=exc.message, calls=call)
+        self.report.sent += 1
+        if is_error(result):
+            again = await self.read(a, verify) if verify is not None else None
+            if expected is not None and again is not None and canonical(again) == canonical(expected):
+                j.set_action_status(a.id, "rolled_back", note=f"redo refused, nothing changed: {error_text(result)}",
+                                    expect=("pending",))
+                return Step(a.seq, a.id, q, "halt", "the server refused the redo (the resource is unchanged)",
+                            detail=error_text(result), calls=call)
+            note = f"redo halted at sequence {a.seq}: the server reported an error and the resource may have changed: {error_text(result)}"
+            j.set_action_status(a.id, "unknown", note=note, expect=("pending",))
+            return Step(a.seq, a.id, q, "halt", "the server refused the redo, and whether it changed anything is unknown",
+                        detail=note, calls=call)
+        inverse, new_verify, note = self._rebuild(a, result, verify)
+        new_post = await self.read(a, new_verify) if new_verify is not None else None
+        if new_post is None:
+            outcome = "sent (unverified)"
+        elif post is not None and canonical(new_post) == canonical(post):
+            outcome = "re-applied (verified)"
+        else:
+            outcome = "re-applied (the resource differs from what the first call left)"
+        j.reapply(a.id, result=result, inverse=inverse, verify=new_verify, post=new_post,
+                  note=f"redone by {opts.by}: {outcome}" + (f"; {note}" if note else "")
+                  + (" (sent over a drifted resource, --force)" if forced else ""))
+        return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome=outcome, verified=outcome.endswith("(verified)"),
+                    expected=step_expected, actual=step_actual, detail=note)
+
+    def _rebuild(self, a: ActionRow, result: Any, verify: dict | None) -> tuple[list | None, dict | None, str | None]:
+        """(inverse, read, note) for the re-applied call: from the current policy and the new
+        result; without a policy the stored ones, if the server answered as the first time."""
+        j = self.j
+        if self.opts.policy is not None:
+            inverse, new_verify, err = replan_action(j, a, self.opts.policy, result=result)
+            if err is None:
+                return inverse, new_verify or verify, None
+            return None, verify, f"the inverse could not be rebuilt, so this redo cannot be undone: {err}"
+        if canonical(payload(result)) == canonical(payload(j.get_json(a.result_ref))):
+            return j.get_json(a.inverse_ref), verify, None
+        return None, verify, ("the server answered differently than the first time and there is no policy to rebuild "
+                              "the inverse from, so this redo cannot be undone")

@@ -1,0 +1,133 @@
+"""What an undo or redo acts on: a run, or an agent session (all of its runs).
+
+``undo SESSION`` and bare ``undo`` speak sessions; ``undo RUN`` one run. Bare ``undo`` picks the
+newest session that has something to undo (issue 10 item 2): sessions with nothing left are
+skipped and named, a session whose agent is still running is skipped (name it and add
+``--force``), and when nothing is left anywhere the caller is told so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from synartesis.errors import UsageError
+from synartesis.journal import ActionRow, Journal, RunRow, SessionRow
+
+__all__ = ["Target", "resolve_target", "newest_target", "pick_session", "undoable", "describe_session"]
+
+
+@dataclass
+class Target:
+    """A run or a session, with its runs (newest first)."""
+
+    kind: str  # "run" | "session"
+    id: str
+    runs: list[RunRow]
+    session: SessionRow | None = None
+    picked: str | None = None            # why bare undo/redo chose it
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [r.id for r in self.runs]
+
+    @property
+    def name(self) -> str:
+        """How reports name it: ``run 1e1983ae`` / ``session s-4f2a91c0 (claude-code)``."""
+        if self.kind == "run":
+            return f"run {self.id[:8]}"
+        return describe_session(self.session, self.runs) if self.session else f"session {self.id}"
+
+    @property
+    def live_runs(self) -> list[RunRow]:
+        return [r for r in self.runs if r.live]
+
+
+def undoable(a: ActionRow) -> bool:
+    """Would undo act on this action (revert it, or halt on it)? (Mirrors
+    :meth:`Journal.undoable_counts`.)"""
+    if a.cls == "readonly":
+        return False
+    if a.status in ("applied", "rolling_back"):
+        return a.inverse_ref is not None or a.cls != "irreversible"
+    return a.status in ("unknown", "pending", "unrecoverable")
+
+
+def describe_session(s: SessionRow, runs: list[RunRow]) -> str:
+    """``session s-4f2a91c0 (claude-code, 2 runs: files, memory)``."""
+    servers = sorted({name for r in runs for name in r.servers})
+    who = s.name or s.client or "an agent"
+    extra = f", {len(runs)} run{'s' if len(runs) != 1 else ''}" + (f": {', '.join(servers)}" if servers else "")
+    return f"session {s.id[:10]} ({who}{extra})"
+
+
+def _session_target(j: Journal, s: SessionRow) -> Target:
+    return Target("session", s.id, j.session_runs(s.id), s)
+
+
+def resolve_target(j: Journal, ref: str) -> Target:
+    """The run or session ``ref`` names: a session id (``s-…``, or a prefix of one), a
+    ``SYNARTESIS_SESSION`` name, or a run id or prefix.
+
+    Raises:
+        UsageError: nothing matches, or a prefix is ambiguous.
+    """
+    if ref.lower().startswith("s-"):
+        return _session_target(j, j.find_session(ref))
+    try:
+        run = j.find_run(ref)
+    except UsageError as run_error:
+        try:
+            return _session_target(j, j.find_session(ref))
+        except UsageError:
+            raise UsageError(f"no run or session matches {ref}" if "no run matches" in run_error.message
+                             else run_error.message) from None
+    return Target("run", run.id, [run])
+
+
+def newest_target(j: Journal) -> Target:
+    """The session with the newest activity (what ``show`` opens without an argument).
+
+    Raises:
+        UsageError: there is no run at all.
+    """
+    sessions = j.list_sessions()
+    if not sessions:
+        raise UsageError("there is no run to act on")
+    return _session_target(j, sessions[0])
+
+
+def pick_session(j: Journal, *, allow_live: bool = False) -> tuple[Target | None, list[str], list[Target]]:
+    """The newest session with something to undo, for bare ``undo``.
+
+    Returns (target or None, what was skipped and why, sessions skipped because they are live).
+    A session with a live run is skipped unless ``allow_live`` (``--force``).
+    """
+    work = j.undoable_counts()
+    skipped: list[str] = []
+    nothing: list[str] = []
+    live: list[Target] = []
+    for s in j.list_sessions():
+        if not work.get(s.id):
+            nothing.append(s.id[:10] + (f" ({s.name or s.client})" if s.name or s.client else ""))
+            continue
+        t = _session_target(j, s)
+        if t.live_runs and not allow_live:
+            live.append(t)
+            skipped.append(f"{t.name}: still active (its agent may still be writing; name it and add --force)")
+            continue
+        n = work[s.id]
+        t.picked = (f"the newest session with something to undo: {n} action{'s' if n != 1 else ''} "
+                    f"across {len(t.runs)} run{'s' if len(t.runs) != 1 else ''}")
+        if nothing:
+            skipped.insert(0, _nothing_line(nothing, "newer "))
+        t.skipped = skipped
+        return t, skipped, live
+    if nothing:
+        skipped.insert(0, _nothing_line(nothing, ""))
+    return None, skipped, live
+
+
+def _nothing_line(ids: list[str], newer: str) -> str:
+    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    return f"skipped {len(ids)} {newer}session{'s' if len(ids) != 1 else ''} with nothing left to undo: {shown}"
