@@ -91,7 +91,12 @@ class BlobsMixin(JournalBase):
 
     def put_json(self, value: Any) -> str:
         """Store a JSON value; return its ref. Call inside a transaction."""
-        skeleton = json.dumps(self._split(value), ensure_ascii=False, separators=(",", ":"))
+        split = self._split(value)
+        skeleton = json.dumps(split, ensure_ascii=False, separators=(",", ":"))
+        try:
+            skeleton.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, so the text stays valid UTF-8
+            skeleton = json.dumps(split, ensure_ascii=True, separators=(",", ":"))
         if len(skeleton) <= _INLINE_MAX:
             return "=" + skeleton
         return self._put_blob(skeleton.encode("utf-8", "surrogatepass"))

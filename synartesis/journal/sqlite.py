@@ -97,7 +97,12 @@ class SqliteBackend:
         return text
 
     def execute(self, text: str, params: Any = ()) -> sqlite3.Cursor:
-        return self.conn.execute(text, params)
+        try:
+            return self.conn.execute(text, params)
+        except UnicodeEncodeError:
+            # A lone surrogate (valid JSON, "\ud800") in a name or a note cannot be stored as
+            # SQLite text; payloads never get here (they are stored escaped, losslessly).
+            return self.conn.execute(text, [_storable(p) for p in params])
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -177,6 +182,12 @@ class SqliteBackend:
         if op == "open":
             return JournalError(f"the journal at {path} could not be opened: {text}")
         return JournalError(f"journal {op} failed ({path}): {text}")
+
+
+def _storable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
 
 
 def _make_private_dirs(folder: Path) -> None:

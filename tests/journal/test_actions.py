@@ -1,0 +1,76 @@
+"""Actions: a journal-wide order, and how a write the server answered with an error is settled."""
+
+from __future__ import annotations
+
+import pytest
+
+from synartesis.journal import Journal
+
+
+def _journal(tmp_path):
+    return Journal.open(tmp_path / "j" / "journal.db", create=True)
+
+
+def test_actions_of_several_runs_interleave_in_journal_wide_order(tmp_path):
+    j = _journal(tmp_path)
+    a, b = j.begin_run("t", {}), j.begin_run("t", {})
+    order = []
+    for n in range(3):
+        order.append(j.record_action(a, "files", "write_file", "reversible", None, {"n": n}).id)
+        order.append(j.record_action(b, "memory", "create_entities", "compensable", None, {"n": n}).id)
+    j.record_reads([{"run": a, "server": "files", "tool": "read", "args": {}, "status": "applied"}])
+    merged = j.actions_of([a, b])
+    assert [x.id for x in merged[:6]] == order and merged[-1].tool == "read"
+    assert [x.gseq for x in merged] == sorted(x.gseq for x in merged) and len({x.gseq for x in merged}) == 7
+    assert [x.seq for x in j.actions(a)] == [1, 2, 3, 4]  # the run's own order is unchanged
+
+
+def test_the_journal_wide_order_survives_pruning(tmp_path):
+    j = _journal(tmp_path)
+    a = j.begin_run("t", {})
+    top = j.record_action(a, "s", "t", "readonly", None, {}).gseq
+    j.end_run(a)
+    j.prune([a])
+    b = j.begin_run("t", {})
+    assert j.record_action(b, "s", "t", "readonly", None, {}).gseq == top + 1  # numbers are never reused
+
+
+@pytest.mark.parametrize(("reread", "status", "words"), [
+    ("unchanged", "failed", "the resource is unchanged"),
+    ("changed", "applied", "but the resource changed"),
+    ("unreadable", "unknown", "could not be read again"),
+    (None, "unknown", "no read could tell"),
+])
+def test_an_error_after_a_write_is_settled_by_reading_again(tmp_path, reread, status, words):
+    j = _journal(tmp_path)
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "crm", "update_customer", "reversible", None, {"id": "c1"}, prior="captured",
+                        snapshot={"plan": "pro"}, verify={"server": "crm", "tool": "get", "args": {"id": "c1"}})
+    inverse = [{"server": "crm", "tool": "update_customer", "args": {"id": "c1", "plan": "pro"}}]
+    result = {"content": [{"type": "text", "text": "quota exceeded"}], "isError": True}
+    got = j.mark_error_after_write(a.id, result=result, reread=reread, error="quota exceeded", inverse=inverse,
+                                   verify={"server": "crm", "tool": "get", "args": {"id": "c1"}},
+                                   post={"present": True, "value": {"plan": "free"}})
+    row = j.get_action(a.id)
+    assert got == status == row.status and words in row.note and "quota exceeded" in row.note
+    assert j.get_json(row.result_ref) == result  # the error is kept
+    assert (row.inverse_ref is not None) == (status == "applied")  # only a changed resource is undone
+    assert j.audit(run).ok
+
+
+def test_a_redo_reapplies_in_place_and_the_chain_follows(tmp_path):
+    j = _journal(tmp_path)
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "s", "put", "reversible", None, {"k": 1})
+    j.mark_applied(a.id, result={"v": 1}, inverse=[{"server": "s", "tool": "put", "args": {"k": 0}}], verify=None,
+                   post=None, note=None)
+    assert j.set_action_status(a.id, "rolling_back", expect=("applied",))
+    assert j.set_action_status(a.id, "rolled_back", reverted="verified")
+    assert j.get_action(a.id).reverted == "verified"
+    assert j.set_action_status(a.id, "pending", expect=("rolled_back",))
+    assert not j.set_action_status(a.id, "pending", expect=("rolled_back",))  # a second redo loses the claim
+    assert j.reapply(a.id, result={"v": 2}, inverse=[{"server": "s", "tool": "put", "args": {"k": 9}}], verify=None,
+                     post=None, note="redone by ana")
+    row = j.get_action(a.id)
+    assert (row.status, row.reverted, j.get_json(row.result_ref)) == ("applied", None, {"v": 2})
+    assert j.audit(run).ok

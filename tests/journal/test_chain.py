@@ -1,0 +1,63 @@
+"""The event chain: audit finds edited, removed and inserted rows, payloads and launch lines."""
+
+from __future__ import annotations
+
+from synartesis.journal import Journal, RunOrigin
+
+
+def _journal(tmp_path):
+    return Journal.open(tmp_path / "j" / "journal.db", create=True)
+
+
+def test_audit_finds_edits_deletions_and_truncation(tmp_path):
+    j = _journal(tmp_path)
+    run = j.begin_run("t", {})
+    ids = [j.record_action(run, "s", "t", "readonly", None, {"n": n}).id for n in range(4)]
+    assert j.audit(run).ok
+    j.conn.execute("UPDATE actions SET status = 'failed' WHERE id = ?", (ids[1],))
+    assert any("edited afterwards" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE actions SET status = 'pending' WHERE id = ?", (ids[1],))
+    assert j.audit(run).ok
+    j.conn.execute("UPDATE actions SET gseq = 999 WHERE id = ?", (ids[1],))  # the journal-wide order is chained too
+    assert any("edited afterwards" in p for p in j.audit(run).problems)
+    j.conn.execute("DELETE FROM actions WHERE id = ?", (ids[2],))
+    assert any("removed afterwards" in p for p in j.audit(run).problems)
+    j2 = _journal(tmp_path / "b")
+    run2 = j2.begin_run("t", {})
+    for n in range(3):
+        j2.record_action(run2, "s", "t", "readonly", None, {"n": n})
+    mid = j2.conn.execute("SELECT id FROM events WHERE run_id = ? ORDER BY id LIMIT 1 OFFSET 1", (run2,)).fetchone()[0]
+    j2.conn.execute("UPDATE events SET data = '{}' WHERE id = ?", (mid,))
+    assert any("altered" in p for p in j2.audit(run2).problems)
+    last = j2.conn.execute("SELECT max(id) FROM events").fetchone()[0]
+    j2.conn.execute("DELETE FROM events WHERE id = ?", (last,))
+    assert any("newest events" in p or "no recorded history" in p or "differs" in p for p in j2.audit(run2).problems)
+
+
+def test_audit_finds_altered_payloads_launch_lines_and_origins(tmp_path):
+    j = _journal(tmp_path)
+    origin = RunOrigin(pid=4242, started="linux:x:1", host="here", client_pid=4000, client_started="linux:x:0")
+    run = j.begin_run("t", {"fs": {"command": "node", "args": ["server.js"]}}, origin=origin)
+    text = "content long enough to be stored as a blob of its own. " * 100
+    j.record_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": text})
+    assert j.audit(run).ok
+    blob = j.conn.execute("SELECT hash FROM blobs WHERE size >= ?", (len(text),)).fetchone()[0]
+    j.conn.execute("UPDATE blobs SET data = ?, codec = 'raw' WHERE hash = ?", (b"tampered", blob))
+    assert any("altered" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE runs SET servers = ? WHERE id = ?", ('{"fs":{"command":"sh","args":["-c","x"]}}', run))
+    assert any("launch lines were edited" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE runs SET pid = 1 WHERE id = ?", (run,))
+    assert any("origin" in p for p in j.audit(run).problems)
+
+
+def test_undo_attempts_are_chained_in_each_run_they_touch(tmp_path):
+    j = _journal(tmp_path)
+    a, b = j.begin_run("t", {}), j.begin_run("t", {})
+    attempt = j.begin_attempt([a, b], "ana", "undo", {"session": "s-x"})
+    j.attempt_step(attempt, a, {"action": None, "seq": 1, "kind": "skip"})
+    j.finish_attempt(attempt, {a: "rolled_back"}, {"steps": []})
+    kinds = {r: [k for (k,) in j.conn.execute("SELECT kind FROM events WHERE run_id = ? ORDER BY id", (r,))] for r in (a, b)}
+    assert kinds[a] == ["run.begin", "undo.begin", "undo.step", "undo.end"]
+    assert kinds[b] == ["run.begin", "undo.begin", "undo.end"]
+    assert j.audit(a).ok and j.audit(b).ok
+    assert [u.status for u in j.undos(b)] == ["nothing"]

@@ -1,0 +1,45 @@
+"""A live proxy is never taken for dead: the pid and its start time, checked directly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from synartesis.journal.liveness import client_process, host_name, pid_alive, process_state, start_token
+
+
+def test_a_running_process_is_live_with_its_own_start_token():
+    token = start_token(os.getpid())
+    assert token and start_token(os.getpid()) == token
+    assert process_state(os.getpid(), token) == "live"
+    assert process_state(os.getpid(), token, host_name()) == "live"
+
+
+def test_the_same_pid_with_another_start_time_is_a_different_process():
+    # a pid cannot be made to be reused on cue, so the recorded start is what differs
+    token = start_token(os.getpid())
+    scheme, rest = token.split(":", 1)
+    assert process_state(os.getpid(), f"{scheme}:{rest}0") == "gone"
+    if scheme == "linux":  # another boot: the machine restarted since
+        assert process_state(os.getpid(), "linux:another-boot:" + token.rsplit(":", 1)[1]) == "gone"
+
+
+def test_a_dead_pid_is_gone_and_what_cannot_be_told_is_not():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert not pid_alive(child.pid)
+    assert process_state(child.pid, None) == "gone"
+    assert process_state(os.getpid(), None) == "live"          # no start recorded: the pid decides
+    assert process_state(os.getpid(), "ct:123.00") == "live"   # another platform's token: cannot compare
+    assert process_state(child.pid, None, "another-host") == "unknown"
+    assert process_state(None, None) == "unknown"
+
+
+def test_a_child_sees_its_launcher_through_shell_wrappers():
+    code = "from synartesis.journal.liveness import client_process as c; p = c(); print(p.pid, p.started)"
+    direct = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    wrapped = subprocess.run(["sh", "-c", f"exec env sh -c '\"{sys.executable}\" -c \"{code}\"'"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert direct == wrapped == [str(os.getpid()), start_token(os.getpid())]
+    assert client_process().pid == os.getppid()
