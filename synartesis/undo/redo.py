@@ -17,9 +17,10 @@ from typing import Any
 
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError
-from synartesis.journal import ActionRow, Journal, UndoRow
+from synartesis.journal import ActionRow, Journal, RunRow, UndoRow
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.undo.engine import IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, replan_action, prior_state
+from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, prior_state, replan_action,
+                                    resource_key)
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
 from synartesis.undo.targets import Target, resolve_target
 
@@ -106,7 +107,7 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
         if attempt is None:
             raise ConflictError(f"another undo or redo of {target.name} is running; wait for it to finish")
         report.undo_id = attempt.id
-    walk = _Redo(j, pool, opts, preview, report, after, attempt.id if attempt else "dry")
+    walk = _Redo(j, pool, opts, preview, report, after, attempt.id if attempt else "dry", runs)
     try:
         await pool.start(needed)
         report.warnings.extend(pool.warnings)
@@ -146,9 +147,10 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
 
 class _Redo:
     def __init__(self, j: Journal, pool: ServerPool, opts: UndoOptions, preview: bool, report: UndoReport,
-                 after: dict[str, Any], attempt: str) -> None:
+                 after: dict[str, Any], attempt: str, runs: dict[str, RunRow]) -> None:
         self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
-        self.attempt = attempt
+        self.attempt, self.runs = attempt, runs
+        self.simulated: dict[str | None, Any] = {}
 
     async def read(self, a: ActionRow, read: dict) -> dict | None:
         out = await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
@@ -171,7 +173,10 @@ class _Redo:
         elif expected is None:
             reason = "the undo left no record of the state it produced, so drift could not be ruled out"
         else:
-            now = await self.read(a, verify)
+            key = resource_key(self.runs.get(a.run_id), verify)
+            # a preview sends nothing: a resource an earlier planned redo rewrote is taken to be
+            # as that call left it, not as it is now
+            now = self.simulated[key] if self.preview and key in self.simulated else await self.read(a, verify)
             if now is None:
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
                             detail=f"the read {verify['server']}.{verify['tool']} failed")
@@ -195,6 +200,9 @@ class _Redo:
                 forced, step_expected, step_actual = True, expected, now
                 reason = "drifted, sending the call anyway as --force --yes asked"
         if self.preview:
+            key = resource_key(self.runs.get(a.run_id), verify)
+            if key is not None:
+                self.simulated[key] = post
             return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified)
         if not j.set_action_status(a.id, "pending", note=f"redo sent by {opts.by}", expect=("rolled_back",)):
             return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
