@@ -639,20 +639,24 @@ class _Walk:
 
 def saga_text(report: UndoReport, error: str) -> str:
     """What the agent is told when saga mode rolled its run back after a failed call
-    (appended to the server's error result; issue 10 item 8)."""
+    (appended to the server's error result; issue 10 item 8). Snapshot-tested."""
     undone = [s for s in report.steps if s.kind in ("revert", "already-reverted") and s.reason != "already rolled back"]
     left = [s for s in report.steps if s.kind == "permanent"]
-    lines = [f"Synartesis saga mode: this call failed ({error}), so the earlier changes of this session "
-             f"through {report.target_name or 'this server'} were rolled back, newest first, before this answer."]
+    where = report.target_name or "this connection"
+    if not undone and not left and not report.halted:
+        return (f"Synartesis saga mode: this call failed ({error}). There was nothing earlier in {where} to roll "
+                "back. Tell the user what happened before you go on.")
+    lines = [f"Synartesis saga mode: this call failed ({error}). Before answering, synartesis undid the earlier "
+             f"changes made through this connection ({where}), newest first, with the same checks as `synartesis undo`."]
+    shown = {"restored (verified)": "restored, verified", "sent (unverified)": "sent, not verified"}
     if undone:
-        lines.append("Rolled back: " + "; ".join(f"#{s.seq} {s.tool} ({s.outcome or 'already back'})" for s in undone) + ".")
+        lines.append("Rolled back: " + "; ".join(f"#{s.seq} {s.tool} ({shown.get(s.outcome or '', 'already back')})"
+                                                for s in undone) + ".")
     if left:
-        lines.append("Left as they are (cannot be undone): " + "; ".join(f"#{s.seq} {s.tool}" for s in left) + ".")
+        lines.append("Left as they are (they cannot be undone): " + "; ".join(f"#{s.seq} {s.tool}" for s in left) + ".")
     if report.halted:
         h = report.halted
-        lines.append(f"The rollback stopped at #{h.seq} {h.tool}: {h.reason}; that change and everything before it "
-                     "are still in place, and a person must look at it (`synartesis undo` shows why).")
-    elif not undone and not left:
-        lines.append("There was nothing to roll back.")
-    lines.append("Nothing was re-sent. Tell the user what happened before you continue.")
+        lines.append(f"The rollback stopped at #{h.seq} {h.tool} ({h.reason}): that change and the ones before it are "
+                     "still in place; a person must look (`synartesis undo` shows why).")
+    lines.append("Nothing was sent again. Tell the user what happened before you go on.")
     return "\n".join(lines)
