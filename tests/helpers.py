@@ -72,6 +72,15 @@ def proxy_argv(server: str, manifest: Path, journal: Path, command: list[str], *
                            *extra, "--", *command)
 
 
+def kv_proxy(tmp_path: Path, seed: dict | None = None, policy: str = FAKE_POLICY) -> tuple[Path, Path, Path, list[str]]:
+    """(policy, journal, the fake kv server's state file, proxy argv) in ``tmp_path``; the
+    store starts as ``seed`` (default ``{"k0": "v0", "k1": "v1"}``)."""
+    manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
+    manifest.write_text(policy)
+    state.write_text(json.dumps({"k0": "v0", "k1": "v1"} if seed is None else seed, sort_keys=True, indent=1))
+    return manifest, journal, state, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+
+
 def cli(*args: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 120,
         input: str | None = None) -> subprocess.CompletedProcess:
     """Run the CLI; return the completed process (text mode)."""

@@ -46,6 +46,10 @@ class Journal(AttemptsMixin):
             raise
         return cls(db, reap=(not create) if reap is None else reap)
 
+    def size_on_disk(self) -> int:
+        """Bytes the journal takes on disk (its file and write-ahead log)."""
+        return self.db.size()
+
     # -- tool shapes (so a pin mismatch can name the field that changed) ----------------
     def remember_shapes(self, server: str, shapes: dict[str, dict]) -> None:
         """Store tool objects seen in ``tools/list`` by fingerprint (``{fingerprint: tool}``)."""

@@ -34,7 +34,7 @@ def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> Pr
             raise UsageError("--older-than needs a number of days, 0 or more")
         cutoff = (datetime.now(timezone.utc) - timedelta(days=older_than_days)).isoformat(timespec="milliseconds")
         candidates = [r for r in j.list_runs() if r.started_at.replace("Z", "+00:00") < cutoff]
-    plan = PrunePlan(bytes_before=_size(j))
+    plan = PrunePlan(bytes_before=j.size_on_disk())
     for r in candidates:
         why = j.prunable(r)
         if why:
@@ -48,14 +48,4 @@ def apply_prune(j: Journal, plan: PrunePlan) -> int:
     """Delete the planned runs; return the journal's size in bytes afterwards."""
     if plan.delete:
         j.prune([r.id for r in plan.delete])
-    return _size(j)
-
-
-def _size(j: Journal) -> int:
-    total = 0
-    for suffix in ("", "-wal"):
-        try:
-            total += (j.path.parent / (j.path.name + suffix)).stat().st_size
-        except OSError:
-            pass
-    return total
+    return j.size_on_disk()

@@ -25,11 +25,12 @@ starts them from the runs' launch lines; saga mode passes the proxy's own connec
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
+from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError
 from synartesis.proxy.payload import error_text, is_error, payload
@@ -38,7 +39,7 @@ from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, Spaw
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
 __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
-           "prior_state", "resource_key", "replan_action", "saga_text"]
+           "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
 NEVER_APPLIED = {"failed": "never applied (failed)", "denied": "never applied (denied)",
@@ -332,16 +333,7 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
         if needed:
             await pool.start(needed)
         report.warnings.extend(pool.warnings)
-        for a in in_scope:
-            step = await walk.one(a)
-            step.run, step.gseq = a.run_id, a.gseq
-            report.steps.append(step)
-            if attempt is not None:
-                j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
-                                                   "outcome": step.outcome, "reason": step.reason})
-            if step.kind == "halt":
-                report.halted = step
-                break
+        await take_steps(j, attempt, in_scope, walk.one, report)
         for a in kept:
             report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is",
                                      run=a.run_id, gseq=a.gseq))
@@ -350,10 +342,30 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
         if servers is None:
             await pool.close()
         if attempt is not None:
-            per_run = {rid: ("halted" if report.halted and report.halted.run == rid else report.runs.get(rid) or "nothing")
-                       for rid in touched}
-            j.finish_attempt(attempt, per_run, report.as_json())
+            finish(j, attempt, report)
     return report
+
+
+async def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
+                     one: Callable[[ActionRow], Awaitable[Step]], report: UndoReport) -> None:
+    """Take each action's step in order (``one``), record it in the attempt, stop at a halt."""
+    for a in actions:
+        step = await one(a)
+        step.run, step.gseq = a.run_id, a.gseq
+        report.steps.append(step)
+        if attempt is not None:
+            j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
+                                               "outcome": step.outcome, "reason": step.reason})
+        if step.kind == "halt":
+            report.halted = step
+            break
+
+
+def finish(j: Journal, attempt: Attempt, report: UndoReport) -> None:
+    """Close the attempt: each run's outcome (``halted`` where it stopped) and the report."""
+    per_run = {rid: ("halted" if report.halted and report.halted.run == rid else report.runs.get(rid) or "nothing")
+               for rid in attempt.rows}
+    j.finish_attempt(attempt, per_run, report.as_json())
 
 
 def _scope(j: Journal, target: Target, actions: list[ActionRow], opts: UndoOptions) -> tuple[list, list]:

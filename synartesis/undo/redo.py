@@ -19,8 +19,8 @@ from synartesis.canonical import canonical
 from synartesis.errors import ConflictError
 from synartesis.journal import ActionRow, Journal, RunRow, UndoRow
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, prior_state, replan_action,
-                                    resource_key)
+from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, prior_state,
+                                    replan_action, resource_key, take_steps)
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
 from synartesis.undo.targets import Target, resolve_target
 
@@ -111,16 +111,7 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
     try:
         await pool.start(needed)
         report.warnings.extend(pool.warnings)
-        for a in actions:
-            step = await walk.one(a)
-            step.run, step.gseq = a.run_id, a.gseq
-            report.steps.append(step)
-            if attempt is not None:
-                j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
-                                                   "outcome": step.outcome, "reason": step.reason})
-            if step.kind == "halt":
-                report.halted = step
-                break
+        await take_steps(j, attempt, actions, walk.one, report)
         for s in left:
             report.steps.append(Step(s["seq"], s["action"], s["tool"], "left",
                                      "the undo left it in place (it cannot be undone), so there is nothing to redo",
@@ -139,9 +130,7 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
         if servers is None:
             await pool.close()
         if attempt is not None:
-            per_run = {rid: ("halted" if report.halted and report.halted.run == rid else report.runs.get(rid, "nothing"))
-                       for rid in attempt.rows}
-            j.finish_attempt(attempt, per_run, report.as_json())
+            finish(j, attempt, report)
     return report
 
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 
-from helpers import FAKE_POLICY, FAKE_SERVER, FS_POLICY, RawSession, cli, open_journal, proxy_argv, sdk_session
+from helpers import FS_POLICY, RawSession, cli, kv_proxy, open_journal, proxy_argv, sdk_session
 
 
 def _fs(tmp_path, fs_server):
@@ -86,12 +86,9 @@ def test_redo_halts_on_drift_and_shows_both_values(tmp_path, fs_server):
 
 
 def test_an_irreversible_call_is_never_re_sent(tmp_path):
-    manifest, journal, state, log = (tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json",
-                                     tmp_path / "calls.jsonl")
-    manifest.write_text(FAKE_POLICY)
-    state.write_text(json.dumps({"k0": "v0", "k1": "v1"}, sort_keys=True, indent=1))
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    log = tmp_path / "calls.jsonl"
     env = dict(os.environ, FAKE_LOG=str(log))
-    argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
     with RawSession(argv, env=env) as s:
         s.handshake()
         s.call(1, "put", {"key": "k0", "value": "agent"})

@@ -7,7 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, open_journal, proxy_argv
+from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal
 from synartesis.journal import Journal
 from synartesis.proxy.upstream import Upstream
 from synartesis.undo import Step, UndoOptions, UndoReport, saga_text, undo_target
@@ -18,10 +18,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def test_the_engine_undoes_a_run_over_a_connection_the_caller_holds(tmp_path):
-    manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
-    manifest.write_text(FAKE_POLICY)
-    state.write_text(json.dumps({"k0": "v0", "k1": "v1"}, sort_keys=True, indent=1))
-    argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+    manifest, journal, state, argv = kv_proxy(tmp_path)
     with RawSession(argv) as s:
         s.handshake()
         s.call(1, "put", {"key": "k0", "value": "a"})

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from helpers import FAKE_POLICY, FAKE_SERVER, FS_POLICY, MEMORY_POLICY, RawSession, cli, open_journal, proxy_argv, sdk_session
+from helpers import FS_POLICY, MEMORY_POLICY, RawSession, cli, kv_proxy, open_journal, proxy_argv, sdk_session
 
 POLICY = FS_POLICY + MEMORY_POLICY.split("tools:\n", 1)[1].replace("servers:\n  memory: {}\n", "")
 POLICY = POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  memory: {}\n")
@@ -85,10 +85,7 @@ def test_bare_undo_restores_two_servers_of_one_session_in_reverse_journal_order(
 
 
 def test_a_session_named_by_the_environment_groups_proxies_of_other_processes(tmp_path):
-    manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
-    manifest.write_text(FAKE_POLICY)
-    state.write_text(json.dumps({"k0": "v0", "k1": "v1"}))
-    argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+    manifest, journal, state, argv = kv_proxy(tmp_path)
     for key, session in (("k0", "chat-1"), ("k1", "chat-1"), ("k0", "chat-2")):
         with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=session)) as s:
             s.handshake()
@@ -104,10 +101,7 @@ def test_a_session_named_by_the_environment_groups_proxies_of_other_processes(tm
 
 
 def test_a_proxy_killed_mid_call_needs_no_close_and_its_call_is_unknown(tmp_path):
-    manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
-    manifest.write_text(FAKE_POLICY)
-    state.write_text(json.dumps({"k0": "v0", "k1": "v1"}, sort_keys=True, indent=1))
-    argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+    manifest, journal, state, argv = kv_proxy(tmp_path)
     with RawSession(argv) as s:
         s.handshake()
         s.call(1, "put", {"key": "k0", "value": "agent"})
