@@ -96,13 +96,14 @@ class AttemptsMixin(GatesMixin):
     def undos(self, run_id: str) -> list[UndoRow]:
         """One run's rows of every attempt, oldest first."""
         with self._guard("read undos"):
-            rows = self._all(f"SELECT {_UNDO_COLS} FROM undos WHERE run_id = ? ORDER BY started_at", (run_id,))
+            rows = self._all(f"SELECT {_UNDO_COLS} FROM undos WHERE run_id = ? ORDER BY started_at, {self.db.row_order}",
+                             (run_id,))
         return [_undo_row(r) for r in rows]
 
     def attempt_rows(self, run_ids: Iterable[str] | None = None) -> list[UndoRow]:
         """Rows of every attempt (limited to ``run_ids``), oldest first."""
         with self._guard("read undos"):
-            rows = self._all(f"SELECT {_UNDO_COLS} FROM undos ORDER BY started_at, id")
+            rows = self._all(f"SELECT {_UNDO_COLS} FROM undos ORDER BY started_at, {self.db.row_order}")
         out = [_undo_row(r) for r in rows]
         if run_ids is not None:
             keep = set(run_ids)

@@ -163,7 +163,8 @@ class RunsMixin(ActionsMixin):
 
     # -- reading ---------------------------------------------------------------------------
     def _run_rows(self, where: str = "", params: tuple = ()) -> list[RunRow]:
-        rows = self._all(f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY started_at DESC, id DESC", params)
+        rows = self._all(f"SELECT {_RUN_COLS} FROM runs {where} ORDER BY started_at DESC, {self.db.row_order} DESC",
+                         params)
         if not rows:
             return []
         counts: dict[str, dict[str, int]] = {}

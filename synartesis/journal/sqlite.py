@@ -37,6 +37,8 @@ class SqliteBackend:
     """One connection to one journal file. Not thread-safe; one per thread."""
 
     name = "sqlite"
+    # A column that grows with insertion, to order rows written in the same millisecond.
+    row_order = "rowid"
 
     def __init__(self, path: Path, conn: sqlite3.Connection, warnings: list[str] | None = None) -> None:
         self.path = path
