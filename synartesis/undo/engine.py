@@ -61,6 +61,9 @@ class UndoOptions:
         force: allow a live run; with ``yes`` overwrite drifted resources, without it list
             every resource it would overwrite (with both values) and stop.
         by: who is undoing (recorded).
+        own_run: the caller is the live run's own proxy (saga mode): its liveness is no reason
+            to refuse, and the run's status is left ``active`` (it goes on); the steps are
+            the same.
     """
 
     run: str | None = None
@@ -71,6 +74,7 @@ class UndoOptions:
     force: bool = False
     yes: bool = False
     by: str = "unknown"
+    own_run: bool = False
     policy: Policy | None = None
     read_timeout: float = 30.0
     call_timeout: float = 60.0
@@ -270,7 +274,7 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
 
     Raises: as :func:`undo_run`.
     """
-    if target.live_runs and not opts.force:
+    if target.live_runs and not (opts.force or opts.own_run):
         run = target.live_runs[0]
         what = f"run {run.id[:8]} is" if target.kind == "run" else f"{target.name} has a run still active ({run.id[:8]}):"
         raise ConflictError(f"{what} still active (an agent may still be writing through it); "
@@ -337,7 +341,8 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
         for a in kept:
             report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is",
                                      run=a.run_id, gseq=a.gseq))
-        _settle(j, report, actions, runs, preview)
+        # saga mode rolls back a run that goes on: its status stays active (reference defect 5)
+        _settle(j, report, actions, runs, preview or opts.own_run)
     finally:
         if servers is None:
             await pool.close()

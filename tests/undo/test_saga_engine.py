@@ -19,26 +19,30 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 def test_the_engine_undoes_a_run_over_a_connection_the_caller_holds(tmp_path):
     manifest, journal, state, argv = kv_proxy(tmp_path)
-    with RawSession(argv) as s:
-        s.handshake()
-        s.call(1, "put", {"key": "k0", "value": "a"})
-        s.call(2, "put", {"key": "k1", "value": "b"})
-        s.close()
 
     async def go():
         async with Upstream.spawn(FAKE_SERVER[0], [*FAKE_SERVER[1:], "--state", str(state)], label="kv") as up:
             await up.initialize()
             with Journal.open(journal) as j:
                 target = resolve_target(j, j.list_runs()[0].id)
-                return await undo_target(j, target, UndoOptions(by="saga"), servers=HeldServers({"kv": up.child.request}),
-                                         kind="saga")
-    report = asyncio.run(go())
+                assert target.live_runs  # its proxy is still running: it is the one rolling back
+                return await undo_target(j, target, UndoOptions(by="saga", own_run=True),
+                                         servers=HeldServers({"kv": up.child.request}), kind="saga")
+
+    with RawSession(argv) as s:
+        s.handshake()
+        s.call(1, "put", {"key": "k0", "value": "a"})
+        s.call(2, "put", {"key": "k1", "value": "b"})
+        report = asyncio.run(go())
+        s.close()
     assert report.status == "rolled_back" and report.kind == "saga"
     assert [s.outcome for s in report.steps] == ["restored (verified)"] * 2
     assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
     with open_journal(journal) as j:
-        [u] = j.undos(j.list_runs()[0].id)
+        run = j.list_runs()[0]
+        [u] = j.undos(run.id)
         assert (u.kind, u.by, u.status) == ("saga", "saga", "rolled_back")
+        assert run.status == "complete" and j.audit(run.id).ok  # it went on, then ended as usual
 
 
 def _report(**kw) -> UndoReport:
