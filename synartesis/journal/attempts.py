@@ -75,9 +75,16 @@ class AttemptsMixin(GatesMixin):
                 rows[rid] = uid
         return Attempt(attempt, kind, rows)
 
-    def attempt_step(self, attempt: Attempt, run_id: str, step: dict) -> None:
-        """Record one step's outcome (chained in the run of the action it touched)."""
+    def attempt_step(self, attempt: Attempt, run_id: str, step: dict, settle: dict | None = None) -> None:
+        """Record one step's outcome (chained in the run of the action it touched).
+
+        ``settle``: the action's new state, written in the same transaction (``{"status",
+        "note", "reverted", "expect"}``): an undo step costs one commit fewer.
+        """
         with self._guard(f"record {attempt.kind} step"), self._tx():
+            if settle is not None:
+                self._set(step["action"], settle["status"], note=settle.get("note", ...), expect=settle.get("expect"),
+                          **({"reverted": settle["reverted"]} if "reverted" in settle else {}))
             self._event(run_id, f"{attempt.kind}.step", step, undo_id=attempt.row(run_id), action_id=step.get("action"))
 
     def finish_attempt(self, attempt: Attempt, statuses: dict[str, str], report: Any) -> None:

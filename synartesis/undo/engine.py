@@ -337,7 +337,7 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
         if needed:
             await pool.start(needed)
         report.warnings.extend(pool.warnings)
-        await take_steps(j, attempt, in_scope, walk.one, report)
+        await take_steps(j, attempt, in_scope, walk.one, report, walk.deferred)
         for a in kept:
             report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is",
                                      run=a.run_id, gseq=a.gseq))
@@ -352,15 +352,20 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
 
 
 async def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
-                     one: Callable[[ActionRow], Awaitable[Step]], report: UndoReport) -> None:
-    """Take each action's step in order (``one``), record it in the attempt, stop at a halt."""
+                     one: Callable[[ActionRow], Awaitable[Step]], report: UndoReport,
+                     deferred: dict[str, dict] | None = None) -> None:
+    """Take each action's step in order (``one``), record it in the attempt, stop at a halt.
+    ``deferred``: action states ``one`` left to be written with the step (one transaction)."""
     for a in actions:
         step = await one(a)
         step.run, step.gseq = a.run_id, a.gseq
         report.steps.append(step)
+        settle = deferred.pop(a.id, None) if deferred is not None else None
         if attempt is not None:
             j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
-                                               "outcome": step.outcome, "reason": step.reason})
+                                               "outcome": step.outcome, "reason": step.reason}, settle)
+        elif settle is not None:
+            j.set_action_status(a.id, settle["status"], note=settle["note"], reverted=settle["reverted"])
         if step.kind == "halt":
             report.halted = step
             break
@@ -473,6 +478,7 @@ class _Walk:
         # write to the same resource); older actions are checked against that, not the world.
         self.simulated: dict[str, dict | None] = {}
         self.history = self._read_history(actions) if preview else {}
+        self.deferred: dict[str, dict] = {}  # rolled_back, written with its step
 
     def key(self, a: ActionRow, read: dict | None) -> str | None:
         return resource_key(self.runs.get(a.run_id), read)
@@ -638,9 +644,9 @@ class _Walk:
                     j.set_action_status(a.id, "unrecoverable", note=note)
                     return Step(a.seq, a.id, q, "halt", "the inverse did not restore the captured state", detail=note,
                                 calls=inverse, outcome="sent, not restored", replanned=replanned)
-        j.set_action_status(a.id, "rolled_back", note=("replanned; " if replanned else "") + outcome
-                            + (" (overwrote a drifted resource, --force)" if forced else ""),
-                            reverted="verified" if ok else "unverified")
+        self.deferred[a.id] = {"status": "rolled_back", "reverted": "verified" if ok else "unverified",
+                               "note": ("replanned; " if replanned else "") + outcome
+                               + (" (overwrote a drifted resource, --force)" if forced else "")}
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
                     replanned=replanned, expected=step_expected, actual=step_actual, after=after)
 
