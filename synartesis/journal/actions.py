@@ -12,14 +12,13 @@ Every status change is conditional where a race is possible (``expect``) and app
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Callable, Iterable
 
-from synartesis.canonical import call_key
+from synartesis.canonical import call_key, sha256_hex
 from synartesis.errors import UsageError
-from synartesis.journal.chain import ChainMixin
+from synartesis.journal.chain import ChainMixin, chain_texts, event_body
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
-                                     action_values, now_iso)
+                                     action_values, new_id, now_iso)
 
 __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
 
@@ -50,7 +49,7 @@ class ActionsMixin(ChainMixin):
             source = self._seq_sources.get(run_id)
             seq = source() if source is not None else self._one(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,))[0]
-        aid = str(uuid.uuid4())
+        aid = new_id()
         ts = now_iso()
         row = ActionRow(
             id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule,
@@ -77,12 +76,53 @@ class ActionsMixin(ChainMixin):
 
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
-        status, note, result, seq}`` (``result`` already capped). Used by the proxy's reader thread."""
+        status, note, result, seq}`` (``result`` already capped). Used by the proxy's journal
+        thread: rows and events are inserted with one ``executemany`` each, every event's
+        canonical text is built once, each run's head is updated once, and the journal-wide
+        numbers are taken as one block."""
+        if not items:
+            return
         with self._guard("record reads"), self._tx():
+            heads: dict[str, str] = {}
+            rows: list[tuple] = []
+            events: list[tuple] = []
+            ts = now_iso()
+            self._q("UPDATE counters SET value = value + ? WHERE name = 'gseq'", (len(items),))
+            gseq = int(self._require(self._one("SELECT value FROM counters WHERE name = 'gseq'"), "the action counter")[0])
+            gseq -= len(items)
             for it in items:
-                self._insert_action(it["run"], it["server"], it["tool"], "readonly", it.get("rule"), it["args"],
-                                    it["status"], it.get("note"), result=it.get("result"), fetch=False,
-                                    seq=it.get("seq"))
+                run_id = it["run"]
+                prev = heads.get(run_id)
+                if prev is None:
+                    found = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
+                    if found is None:
+                        continue  # the run is gone (pruned): nothing to attach the read to
+                    prev = found[0]
+                seq = it.get("seq")
+                if seq is None:
+                    source = self._seq_sources.get(run_id)
+                    seq = source() if source is not None else self._one(
+                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,))[0]
+                gseq += 1
+                args, result = it["args"], it.get("result")
+                row = ActionRow(
+                    id=new_id(), run_id=run_id, seq=seq, server=it["server"], tool=it["tool"], cls="readonly",
+                    rule=it.get("rule"), call_key=call_key(it["server"], it["tool"], args), args_ref=self.put_json(args),
+                    prior=None, snapshot_ref=None, result_ref=self._put_opt(result), inverse_ref=None, verify_ref=None,
+                    post_ref=None, status=it["status"], note=it.get("note"), decided_by=None, decided_at=None,
+                    decision_note=None, used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts,
+                    gseq=gseq)
+                hashed, stored = chain_texts(action_state(row))
+                digest = sha256_hex((prev + "\n" + event_body(run_id, row.id, None, ts, "action.record", hashed))
+                                    .encode("utf-8", "surrogatepass"))
+                rows.append(action_values(row))
+                events.append((run_id, row.id, ts, stored, prev, digest))
+                heads[run_id] = digest
+            self.db.executemany(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", rows)
+            self.db.executemany("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
+                                "VALUES (?,?,NULL,?,'action.record',?,?,?)", events)
+            self.db.executemany("UPDATE runs SET head = ? WHERE id = ?", [(h, r) for r, h in heads.items()])
+            self._tx_heads.update(heads)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
              **cols: Any) -> bool:
@@ -99,7 +139,14 @@ class ActionsMixin(ChainMixin):
             exp = list(expect)
             where += f" AND status IN ({','.join('?' * len(exp))})"
             params.extend(exp)
-        cur = self._q(f"UPDATE actions SET {', '.join(sets)} WHERE {where}", params)
+        sql = f"UPDATE actions SET {', '.join(sets)} WHERE {where}"
+        if self.db.returning:
+            row = self._one(sql + f" RETURNING {ACTION_COLS}", params)
+            if row is not None:
+                a = action_from_row(row)
+                self._event(a.run_id, f"action.{status}", action_state(a), action_id=a.id)
+            return row is not None
+        cur = self._q(sql, params)
         if cur.rowcount:
             self._action_event(action_id, f"action.{status}")
         return cur.rowcount == 1

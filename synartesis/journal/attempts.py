@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from typing import Any, Iterable
 
 from synartesis.journal.gates import GatesMixin
 from synartesis.journal.liveness import process_state, start_token
-from synartesis.journal.rows import ATTEMPT_KINDS, ATTEMPT_STATUSES, UndoRow, now_iso
+from synartesis.journal.rows import ATTEMPT_KINDS, ATTEMPT_STATUSES, UndoRow, new_id, now_iso
 
 __all__ = ["AttemptsMixin", "Attempt"]
 
@@ -62,10 +61,10 @@ class AttemptsMixin(GatesMixin):
                     return None
                 self._q("UPDATE undos SET status = 'abandoned', ended_at = ? WHERE id = ?", (now_iso(), uid))
                 self._event(rid, f"{old_kind}.abandoned", {"undo": uid}, undo_id=uid)
-            attempt = str(uuid.uuid4())
+            attempt = new_id()
             rows: dict[str, str] = {}
             for rid in ids:
-                uid = str(uuid.uuid4())
+                uid = new_id()
                 self._q("INSERT INTO undos (id, run_id, by, pid, started_at, status, kind, attempt, scope, pid_started) "
                         "VALUES (?,?,?,?,?,?,?,?,?,?)",
                         (uid, rid, by, os.getpid(), now_iso(), "running", kind, attempt,

@@ -29,6 +29,13 @@ class JournalBase:
         self._reap_on_write = reap
         self._in_tx = False
         self._seq_sources: dict[str, Callable[[], int]] = {}
+        # What this connection last wrote, to skip statements: each run's chain head (checked by
+        # a conditional UPDATE, so another writer is noticed) and payloads already stored. Both
+        # are taken in only when the transaction that wrote them commits.
+        self._heads: dict[str, str] = {}
+        self._known_blobs: set[str] = set()
+        self._tx_heads: dict[str, str] = {}
+        self._tx_blobs: list[str] = []
 
     @property
     def conn(self) -> Any:
@@ -64,6 +71,7 @@ class JournalBase:
     def _tx(self) -> Iterator[None]:
         """One write transaction holding the write lock from its start. The first one of a CLI
         connection closes stale runs before it does anything else."""
+        self._tx_heads, self._tx_blobs = {}, []
         with self.db.write():
             self._in_tx = True
             try:
@@ -73,6 +81,9 @@ class JournalBase:
                 yield
             finally:
                 self._in_tx = False
+        # committed (an exception above skips this: a rolled-back head or blob is not known)
+        self._heads.update(self._tx_heads)
+        self._known_blobs.update(self._tx_blobs)
 
     def _reap_stale(self) -> int:  # provided by RunsMixin
         return 0

@@ -19,6 +19,7 @@ from synartesis.journal.base import JournalBase
 __all__ = ["BlobsMixin", "blob_refs"]
 
 _BLOB_MIN = 1024
+_ASK_FIRST = 16 * 1024  # smaller blobs are compressed and inserted (ON CONFLICT DO NOTHING) without asking
 _INLINE_MAX = 2048
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
@@ -43,8 +44,11 @@ def blob_refs(value: Any) -> Iterator[str]:
 class BlobsMixin(JournalBase):
     def _put_blob(self, data: bytes) -> str:
         digest = sha256_hex(data)
-        if self._one("SELECT 1 FROM blobs WHERE hash = ?", (digest,)):
+        self._tx_blobs.append(digest)
+        if digest in self._known_blobs:
             return digest
+        if len(data) > _ASK_FIRST and self._one("SELECT 1 FROM blobs WHERE hash = ?", (digest,)):
+            return digest  # already stored: spare the compression
         codec, stored = "raw", data
         if len(data) > 128:
             packed = zlib.compress(data, 6)
@@ -159,3 +163,4 @@ class BlobsMixin(JournalBase):
         for (digest,) in self._all("SELECT hash FROM blobs"):
             if digest not in live:
                 self._q("DELETE FROM blobs WHERE hash = ?", (digest,))
+        self._known_blobs.clear()

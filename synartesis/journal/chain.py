@@ -10,6 +10,7 @@ The chain is not keyed: it catches edits and deletions by anything that does not
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from synartesis.canonical import canonical, sha256_hex
@@ -27,16 +28,28 @@ _ORIGIN_KEYS = ("session", "pid", "started", "host")
 class ChainMixin(BlobsMixin):
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
                undo_id: str | None = None) -> None:
-        """Append one event to ``run_id``'s chain (inside a transaction)."""
-        prev_row = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
-        prev = prev_row[0] if prev_row else ""
+        """Append one event to ``run_id``'s chain (inside a transaction).
+
+        The head this connection wrote last is remembered; a conditional UPDATE notices when
+        another writer moved it since, and only then is it read back.
+        """
         at = now_iso()
-        body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
-                          "kind": kind, "data": data})
-        digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
-        self._q("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
-                "VALUES (?,?,?,?,?,?,?,?)", (run_id, action_id, undo_id, at, kind, canonical(data), prev, digest))
-        self._q("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
+        hashed, stored = chain_texts(data)
+        body = event_body(run_id, action_id, undo_id, at, kind, hashed)
+        prev = self._heads.get(run_id)
+        digest = ""
+        if prev is not None:
+            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+            if self._q("UPDATE runs SET head = ? WHERE id = ? AND head = ?", (digest, run_id, prev)).rowcount != 1:
+                prev = None
+        if prev is None:
+            row = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
+            prev = row[0] if row else ""
+            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+            self._q("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
+        self._q("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) VALUES (?,?,?,?,?,?,?,?)",
+                (run_id, action_id, undo_id, at, kind, stored, prev, digest))
+        self._tx_heads[run_id] = digest
 
     def _action_event(self, action_id: str, kind: str) -> None:
         row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE id = ?", (action_id,))
@@ -105,6 +118,39 @@ class ChainMixin(BlobsMixin):
         # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
         # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
         return AuditResult(run_id, not problems, len(events), problems)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
+
+
+def _quoted(value: str | None) -> str:
+    """``canonical(value)`` for an event's ids, kind and time (quoted directly when nothing in
+    them needs escaping)."""
+    if value is None:
+        return "null"
+    if _PLAIN.fullmatch(value):
+        return f'"{value}"'
+    return json.dumps(value, ensure_ascii=False)
+
+
+def event_body(run_id: str, action_id: str | None, undo_id: str | None, at: str, kind: str, data_text: str) -> str:
+    """``canonical({"run", "action", "undo", "at", "kind", "data"})`` built around the data's
+    canonical text (computed once: it is also what is stored)."""
+    return (f'{{"action":{_quoted(action_id)},"at":{_quoted(at)},"data":{data_text},"kind":{_quoted(kind)},'
+            f'"run":{_quoted(run_id)},"undo":{_quoted(undo_id)}}}')
+
+
+def chain_texts(data: Any) -> tuple[str, str]:
+    """(what the chain hashes, what is stored) for an event's data: both its canonical JSON,
+    except that a lone surrogate is stored as its escape (SQLite text must be UTF-8) while the
+    hash stays over the canonical text that :meth:`ChainMixin.audit` recomputes."""
+    text = canonical(data)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text, json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return text, text
 
 
 def _matches(recorded: dict, current: dict[str, Any]) -> bool:

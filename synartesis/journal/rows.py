@@ -7,12 +7,14 @@ module that selects or inserts actions.
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
-           "action_from_row", "action_values", "action_state", "now_iso", "status_text"]
+           "action_from_row", "action_values", "action_state", "new_id", "now_iso", "status_text"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
 ACTION_STATUSES = ("pending", "unknown", "gated", "approved", "denied", "applied", "failed",
@@ -23,6 +25,24 @@ ATTEMPT_STATUSES = ("running", "rolled_back", "partial", "halted", "abandoned", 
 # An action in one of these states may have changed the world and has not been put back.
 IN_EFFECT = ("applied", "rolling_back", "unrecoverable", "unknown", "pending")
 APPROVAL_TTL_S = 3600
+
+
+_ID_POOL = bytearray()
+_ID_LOCK = threading.Lock()
+
+
+def new_id() -> str:
+    """A random (version 4) UUID as text, like ``str(uuid.uuid4())``, from a pool of
+    ``os.urandom`` bytes: one getrandom call per 256 ids, and no ``uuid`` import."""
+    with _ID_LOCK:
+        if len(_ID_POOL) < 16:
+            _ID_POOL.extend(os.urandom(4096))
+        b = _ID_POOL[-16:]
+        del _ID_POOL[-16:]
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def now_iso(offset_s: float = 0.0) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -23,7 +22,7 @@ from synartesis.canonical import canonical, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.actions import ActionsMixin
 from synartesis.journal.liveness import client_process, host_name, process_state, start_token
-from synartesis.journal.rows import IN_EFFECT, RUN_STATUSES, RunRow, SessionRow, now_iso
+from synartesis.journal.rows import IN_EFFECT, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
 
 __all__ = ["RunsMixin", "RunOrigin", "SESSION_ENV", "session_key"]
 
@@ -82,7 +81,7 @@ class RunsMixin(ActionsMixin):
             client: the client name (default: ``label``).
             origin: where the run comes from (default: this process, :meth:`RunOrigin.here`).
         """
-        run_id = str(uuid.uuid4())
+        run_id = new_id()
         origin = origin or RunOrigin.here()
         client = client or label
         sid, kind = session_key(origin, run_id)

@@ -39,6 +39,8 @@ class SqliteBackend:
     name = "sqlite"
     # A column that grows with insertion, to order rows written in the same millisecond.
     row_order = "rowid"
+    # UPDATE … RETURNING (SQLite 3.35): a changed row comes back without a second statement.
+    returning = sqlite3.sqlite_version_info >= (3, 35)
 
     def __init__(self, path: Path, conn: sqlite3.Connection, warnings: list[str] | None = None) -> None:
         self.path = path
@@ -105,6 +107,10 @@ class SqliteBackend:
             # A lone surrogate (valid JSON, "\ud800") in a name or a note cannot be stored as
             # SQLite text; payloads never get here (they are stored escaped, losslessly).
             return self.conn.execute(text, [_storable(p) for p in params])
+
+    def executemany(self, text: str, rows: list) -> None:
+        # checked first: a row that fails half-way through would leave the earlier ones inserted
+        self.conn.executemany(text, [r if all(_utf8(p) for p in r) else [_storable(p) for p in r] for r in rows])
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -186,9 +192,20 @@ class SqliteBackend:
         return JournalError(f"journal {op} failed ({path}): {text}")
 
 
+def _utf8(value: Any) -> bool:
+    """True unless ``value`` is text SQLite cannot take (a lone surrogate)."""
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _storable(value: Any) -> Any:
     if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
 
 

@@ -18,10 +18,14 @@ def test_actions_of_several_runs_interleave_in_journal_wide_order(tmp_path):
     for n in range(3):
         order.append(j.record_action(a, "files", "write_file", "reversible", None, {"n": n}).id)
         order.append(j.record_action(b, "memory", "create_entities", "compensable", None, {"n": n}).id)
-    j.record_reads([{"run": a, "server": "files", "tool": "read", "args": {}, "status": "applied"}])
+    j.record_reads([{"run": a, "server": "files", "tool": "read", "args": {}, "status": "applied"},
+                    {"run": b, "server": "memory", "tool": "read_graph", "args": {"q": "\ud800"}, "status": "failed",
+                     "note": "the server said \ud800"}])
+    assert j.audit(a).ok and j.audit(b).ok
     merged = j.actions_of([a, b])
-    assert [x.id for x in merged[:6]] == order and merged[-1].tool == "read"
-    assert [x.gseq for x in merged] == sorted(x.gseq for x in merged) and len({x.gseq for x in merged}) == 7
+    assert [x.id for x in merged[:6]] == order and [x.tool for x in merged[-2:]] == ["read", "read_graph"]
+    assert [x.gseq for x in merged] == sorted(x.gseq for x in merged) and len({x.gseq for x in merged}) == 8
+    assert j.get_json(merged[-1].args_ref) == {"q": "\ud800"}
     assert [x.seq for x in j.actions(a)] == [1, 2, 3, 4]  # the run's own order is unchanged
 
 
