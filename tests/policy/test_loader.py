@@ -61,7 +61,7 @@ CASES = [
     ("result in snapshot", HEAD + "  - match: fs.a\n    class: reversible\n    snapshot: {tool: fs.r, args: {p: \"$result.x\"}}\n"
      "    inverse: {tool: fs.w}\n", 9, 38, "uses $result, which is not available here"),
     ("unknown namespace", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, args: {x: \"$upstream.id\"}}\n",
-     9, 37, "unknown interpolation namespace"),
+     9, 38, "$upstream is not a namespace"),
     ("absent_when on inverse", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, absent_when: x}\n",
      9, 40, "absent_when belongs on a read"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
