@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from helpers import HomeWatch, descendants
@@ -150,3 +151,50 @@ def test_every_test_runs_under_a_temporary_home(fake_home):
         assert os.environ[var].startswith(str(fake_home)), var
     assert Path(os.path.expanduser("~")) == fake_home
 
+
+
+# -- scripts/test (issue 9 item 15) ----------------------------------------------------------
+
+STUB = """#!/bin/sh
+# stands in for {name}: logs what it was asked to do; real python only for -c
+if [ "{name}" = python ] && [ "$1" = "-c" ]; then exec "{real}" "$@"; fi
+echo "STUB {name} $*"
+if [ "{name}" = python ] && [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+    mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
+fi
+exit 0
+"""
+
+
+def test_scripts_test_says_what_it_installs_before_each_install(tmp_path):
+    """Runs a copy of scripts/test in a scratch checkout with python and npm replaced by
+    stubs (never in the worktree: npm ci would wipe the shared node_modules)."""
+    import shutil
+
+    from helpers import run
+
+    repo = tmp_path / "checkout"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / ".servers").mkdir()
+    shutil.copy(TESTS.parent / "scripts" / "test", repo / "scripts" / "test")
+    shutil.copy(TESTS.parent / ".servers" / "package.json", repo / ".servers" / "package.json")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python", "npm"):
+        (bin_dir / name).write_text(STUB.format(name=name, real=sys.executable))
+        (bin_dir / name).chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    done = run(["bash", str(repo / "scripts" / "test"), "-q"], env=env, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    installs = [i for i, line in enumerate(lines)
+                if line.startswith("STUB") and (" install " in line or " ci " in line or " venv " in line)]
+    assert len(installs) == 4, lines  # pip (ours), npm ci, the sqlite venv, pip in it
+    # each step is announced on the line just before it (the sqlite venv's pip is part of
+    # the step that creates the venv)
+    assert all(lines[i - 1].startswith("scripts/test: ") for i in installs[:3]), lines
+    assert " -m venv " in lines[installs[3] - 1], lines
+    said = [ln for ln in lines if ln.startswith("scripts/test: ")]
+    assert "mcp-server-git" in said[0] and "@modelcontextprotocol/server-filesystem" in said[1]
+    assert "mcp-server-sqlite" in said[2] and said[-1] == "scripts/test: running the tests: python -m pytest -q"
+    assert lines[-1] == "STUB python -m pytest -q"
