@@ -99,13 +99,52 @@ def _process_table() -> dict[int, tuple[int, str]]:
     return table
 
 
+def _state(pid: int) -> str | None:
+    """A process's state letter (``Z`` for a zombie), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()[0]
+
+
+def _children(pid: int) -> list[int] | None:
+    """Direct children of ``pid`` from ``/proc/PID/task/*/children`` (None: not available)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            if tid == str(pid):
+                return None
+    return out
+
+
 def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> list[int]:
     """Every live (not zombie) process below ``root``, parents before children."""
+    out: list[int] = []
+    if table is None and _children(root) is not None:
+        todo = list(_children(root) or [])
+        while todo:
+            pid = todo.pop(0)
+            state = _state(pid)
+            if state is None:
+                continue
+            if state != "Z":
+                out.append(pid)
+            todo.extend(_children(pid) or [])
+        return out
     table = _process_table() if table is None else table
     kids: dict[int, list[int]] = {}
     for pid, (ppid, _) in table.items():
         kids.setdefault(ppid, []).append(pid)
-    out, todo = [], list(kids.get(root, []))
+    todo = list(kids.get(root, []))
     while todo:
         pid = todo.pop(0)
         if table.get(pid, (0, "Z"))[1] != "Z":
@@ -136,8 +175,8 @@ def _signal(pid: int, sig: int, group: bool) -> None:
 
 
 def _alive(pid: int) -> bool:
-    table = _process_table()
-    return pid in table and table[pid][1] != "Z"
+    state = _state(pid) if os.path.isdir("/proc/self") else _process_table().get(pid, (0, None))[1]
+    return state is not None and state != "Z"
 
 
 class Procs:
@@ -226,12 +265,11 @@ class Procs:
         with self._lock:
             pids = set(self.pids)
             popens = list(self.popens)
-        table = _process_table()
         owned: set[int] = set()
         for pid in pids:
-            if pid in table:
+            if _alive(pid):
                 owned.add(pid)
-                owned.update(descendants(pid, table))
+                owned.update(descendants(pid))
         for pid in sorted(owned):
             if _alive(pid):
                 self.kill_tree(pid, grace)
@@ -266,8 +304,11 @@ def _close_popen(proc: subprocess.Popen) -> None:
 def _collect_zombies(me: int, owned: set[int]) -> None:
     """Wait for our dead children that no Popen will wait for (orphans we adopted as the
     subreaper), so they do not pile up as zombies."""
-    for pid, (ppid, state) in _process_table().items():
-        if ppid == me and state == "Z" and pid not in owned:
+    kids = _children(me)
+    if kids is None:
+        kids = [pid for pid, (ppid, _) in _process_table().items() if ppid == me]
+    for pid in kids:
+        if pid not in owned and _state(pid) == "Z":
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
@@ -294,9 +335,12 @@ def run(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
     return current_procs().run(argv, **kwargs)
 
 
-def _children() -> set[int]:
+def _live_children() -> set[int]:
     me = os.getpid()
-    return {pid for pid, (ppid, state) in _process_table().items() if ppid == me and state != "Z"}
+    kids = _children(me)
+    if kids is None:
+        kids = [pid for pid, (ppid, _) in _process_table().items() if ppid == me]
+    return {pid for pid in kids if _alive(pid)}
 
 
 @asynccontextmanager
@@ -305,9 +349,9 @@ async def stdio_client(params: Any):
     for reaping (the SDK starts it itself, so it is found as our new child)."""
     from mcp.client.stdio import stdio_client as sdk_stdio_client
 
-    before = _children()
+    before = _live_children()
     async with sdk_stdio_client(params) as streams:
-        current_procs().adopt(sorted(_children() - before))
+        current_procs().adopt(sorted(_live_children() - before))
         yield streams
 
 

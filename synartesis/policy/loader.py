@@ -3,7 +3,8 @@
 The YAML is composed into nodes first so each value keeps its position; validation follows
 reference-spec §2.7 (schema, then cross-field rules, in that order) plus DESIGN §4's keys
 (``provenance``, ``pins``, ``verify``, ``when``, list-valued ``inverse``) and ours
-(``refuse_when``, ``sql_arg``, ``origin``, ``note``). Unknown keys anywhere are errors.
+(``refuse_when``, ``sql_arg``, ``origin``, ``note``, top-level ``production_patterns``).
+Unknown keys anywhere are errors.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 from synartesis.errors import PolicyError
 from synartesis.policy.model import (
     CLASSES,
+    DEFAULT_PRODUCTION_PATTERNS,
     GATES,
     CallTemplate,
     Policy,
@@ -28,7 +30,7 @@ from synartesis.policy.refs import RefSyntaxError, references
 
 __all__ = ["load_policy", "parse_policy"]
 
-_TOP_KEYS = {"version", "servers", "tools"}
+_TOP_KEYS = {"version", "servers", "tools", "production_patterns"}
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note"}
 _RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
@@ -239,7 +241,24 @@ def _validate(doc: Any, loc: _Located) -> Policy:
                             f"duplicate match pattern {rule.match}; it is already declared at tools[{seen[key]}]")
         seen[key] = i
         rules.append(rule)
-    return Policy(path=loc.filename, servers=servers, rules=tuple(rules))
+    return Policy(path=loc.filename, servers=servers, rules=tuple(rules),
+                  production_patterns=_production_patterns(loc, doc))
+
+
+def _production_patterns(loc: _Located, doc: dict) -> tuple[str, ...]:
+    """``production_patterns``: a list of patterns (``[]`` flags nothing); absent = the default."""
+    if "production_patterns" not in doc:
+        return DEFAULT_PRODUCTION_PATTERNS
+    value = doc["production_patterns"]
+    path = ("production_patterns",)
+    if not isinstance(value, list):
+        raise loc.error(path, "production_patterns must be a list of patterns, e.g. [prod, production, live] "
+                              "(write [] to flag nothing)")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise loc.error(path + (i,), f"production_patterns[{i}] must be a non-empty string "
+                                         "(a word such as prod, or a glob such as \"*-prod-*\")")
+    return tuple(value)
 
 
 def _server(loc: _Located, name: str, spec: Any) -> ServerSpec:

@@ -7,11 +7,13 @@ parsed (so a string that loaded never fails to parse at run time, only to resolv
 
 The grammar (README, "The policy language"), scanning a string left to right::
 
-    template  := ( literal | "$$" | reference )*
-    reference := "$" path-start path           -- the call's arguments: $.path, $[0]
-               | "$snapshot" path               -- the pre-read's payload
-               | "$result" path                 -- the call's payload
-    path      := ( "." key | "[" digits "]" | "[]" )*
+    template  := ( text | "$$" | reference )*
+    reference := "$" segment path        -- the call's arguments: $.path, $[0], $.items[].name
+               | "$snapshot" path        -- the pre-read's payload
+               | "$result" path          -- the call's payload
+               | "$"                     -- (a whole string only) the whole arguments object
+    path      := segment*
+    segment   := "." key | "[" digits "]" | "[]"
     key       := [A-Za-z_] [A-Za-z0-9_-]*
 
 - ``$$`` is one literal ``$``. A ``$`` followed by a digit, a space, other punctuation or the
