@@ -32,7 +32,6 @@ The grammar (README, "The policy language"), scanning a string left to right::
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Iterator, Mapping
@@ -129,13 +128,12 @@ def format_ref(ns: str, path: tuple[PathStep, ...] | list[PathStep]) -> str:
         else:
             raise RefError(f"{step!r} cannot be written as a key (keys are letters, digits, _ and -, "
                            "not starting with a digit or -)")
-    text = "".join(out)
-    if text == "$" and path:  # pragma: no cover - every non-empty path adds text
-        raise RefError("empty path")
-    return text
+    return "".join(out)
 
 
 def _namespace_problem(word: str) -> str:
+    import difflib  # only for an error message: kept off the proxy's start-up path
+
     close = difflib.get_close_matches(word, _WORDS, n=1, cutoff=0.6)
     hint = f" (did you mean ${close[0]}?)" if close else ""
     return (f"${word} is not a namespace{hint}; a reference starts with $. or $[ (the call's arguments), "

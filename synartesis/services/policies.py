@@ -31,6 +31,7 @@ from typing import Any, Iterable
 import yaml
 
 from synartesis.errors import PolicyError
+from synartesis.services.declared import read_declaration
 
 __all__ = [
     "ServerPolicyPlan",
@@ -464,8 +465,6 @@ def draft_rules(name: str, tools: list[dict], *, advertised: Iterable[str] | Non
     Returns:
         (rules, rule_comments, todo_count)
     """
-    from synartesis.services.declared import read_declaration
-
     names = set(advertised) if advertised is not None else {
         t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
     rules: list[dict] = []

@@ -107,6 +107,7 @@ class ConsoleApp(App[None]):
         self.available = False  # a journal has been read (False: none yet, or it cannot be read)
         self.problem: str | None = None  # why there is no journal to show
         self.polling = False  # a read of the journal is in flight on its thread
+        self._again = False  # a forced read was asked for while one was in flight
         self.view = "runs"
         self.runs: list[RunRow] = []
         self.held: list[ActionView] = []
@@ -150,8 +151,6 @@ class ConsoleApp(App[None]):
             return
         self.polling = True
         self.run_worker(self._poll(force), exit_on_error=False, group="poll")
-
-    _again = False
 
     async def _poll(self, force: bool) -> None:
         try:
