@@ -895,33 +895,33 @@ def _shown_json(text: str, mark: str) -> str:
 
 
 def _shown_toml(text: str, mark: str) -> str:
-    from tomlkit import items
+    edits: list[jsonedit.Edit] = []
 
-    doc = tomledit.editable(text)
-    swaps: dict[str, str] = {}
-    stack: list[tuple[Any, str | None, str | None]] = [(doc, None, None)]
+    def decoded(span: tomledit.ValueSpan) -> str:
+        return tomledit.loads("v = " + text[span.start:span.end])["v"]
+
+    stack: list[tuple[tomledit.ValueSpan, str | None, str | None]] = []
+    for path, value in tomledit.scan_document(text):
+        stack.append((value, path[-2] if len(path) > 1 else None, path[-1]))
     while stack:
         node, container, key = stack.pop()
-        if isinstance(node, items.String):
-            v = redact_member(container, key, str(node), mark)
-            if v != str(node):
-                swaps[node.as_string()] = tomledit.string_text(v)
-        elif isinstance(node, (items.Array, items.AoT)) or isinstance(node, list):
-            vals = list(node)
-            if key == "args" and vals and all(isinstance(v, items.String) for v in vals):
-                shown, _ = redact_argv([str(v) for v in vals], mark)
-                swaps.update({v.as_string(): tomledit.string_text(s) for v, s in zip(vals, shown) if s != str(v)})
+        if node.kind == "string":
+            raw = decoded(node)
+            v = redact_member(container, key, raw, mark)
+            if v != raw:
+                edits.append((node.start, node.end, tomledit.string_text(v)))
+        elif node.kind == "array":
+            if key == "args" and node.items and all(x.kind == "string" for x in node.items):
+                raws = [decoded(x) for x in node.items]
+                shown, _ = redact_argv(raws, mark)
+                edits += [(x.start, x.end, tomledit.string_text(v)) for x, r, v in zip(node.items, raws, shown) if v != r]
             else:
-                stack.extend((v, container, key) for v in vals)
-        elif hasattr(node, "items"):
-            try:
-                members = list(node.items())
-            except Exception:  # a tomlkit proxy that cannot list itself: the backstop covers it
-                members = []
-            stack.extend((v, key, str(k)) for k, v in members)
-    for literal in sorted(swaps, key=len, reverse=True):
-        text = text.replace(literal, swaps[literal])
-    return text
+                stack.extend((x, container, key) for x in node.items)
+        elif node.kind == "table":
+            for keys, _s, v in node.members:
+                full = (key, *keys) if key is not None else keys
+                stack.append((v, full[-2] if len(full) > 1 else None, full[-1]))
+    return jsonedit.apply_edits(text, edits)
 
 
 def shown_text(descriptor: ClientDescriptor, data: bytes | None, mark: str = DISPLAY_MARK) -> str:

@@ -80,17 +80,24 @@ def has_surrogate(value: Any) -> bool:
     JSON allows ``"\\ud800"``; Python decodes it to a string that cannot be encoded as UTF-8,
     so such a name or argument can be neither written to the policy nor passed to a program.
     """
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            if _SURROGATE.search(v):
-                return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
+    if isinstance(value, str):
+        return bool(_SURROGATE.search(value))
+    try:  # one C-speed pass: UTF-8 encoding fails exactly on a lone surrogate
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, TypeError, RecursionError):  # not JSON-shaped: walk it
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                if _SURROGATE.search(v):
+                    return True
+            elif isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
     return False
 
 

@@ -350,3 +350,42 @@ def scan_value(text: str, start: int = 0) -> ValueSpan:
         return _Scanner(text).value(start)
     except IndexError:
         raise TomlSyntaxError("unexpected end of the value") from None
+
+
+def scan_document(text: str) -> list[tuple[tuple[str, ...], ValueSpan]]:
+    """Every ``key = value`` of a TOML document: (full key path, the value's spans), in order.
+
+    The path joins the table header (``[a.b]`` / ``[[a.b]]``) with the dotted key. Cheaper
+    than a tomlkit parse; used to show a file with its secrets hidden.
+
+    Raises:
+        TomlSyntaxError: the text is not TOML this scanner reads.
+    """
+    sc = _Scanner(text)
+    t = text
+    out: list[tuple[tuple[str, ...], ValueSpan]] = []
+    table: tuple[str, ...] = ()
+    i = 0
+    try:
+        while True:
+            i = sc.ws(i, newlines=True)
+            if i >= len(t):
+                return out
+            if t[i] == "[":
+                double = t.startswith("[[", i)
+                keys, j = sc.key(i + (2 if double else 1))
+                j = sc.ws(j)
+                close = "]]" if double else "]"
+                if not t.startswith(close, j):
+                    raise TomlSyntaxError("expected the end of a table header")
+                table, i = keys, j + len(close)
+                continue
+            keys, j = sc.key(i)
+            j = sc.ws(j)
+            if not t.startswith("=", j):
+                raise TomlSyntaxError("expected '='")
+            value = sc.value(sc.ws(j + 1))
+            out.append(((*table, *keys), value))
+            i = value.end
+    except IndexError:
+        raise TomlSyntaxError("unexpected end of the document") from None

@@ -20,6 +20,7 @@ we wrote, and reports the rest; ``--from-backup`` restores a whole file as an ex
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -271,6 +272,11 @@ def policy_key_for(name: str) -> str:
 def _fp(command: str, args: Sequence[str]) -> str:
     """Fingerprint of a command line as the policy records it (secrets hidden), so the same
     entry fingerprints the same from the client file, the install record and the policy."""
+    return _fp_of(str(command), tuple(str(a) for a in args))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fp_of(command: str, args: tuple[str, ...]) -> str:
     shown, _ = redact_argv([command, *args])
     return sha256_hex(canonical(shown).encode("utf-8", "surrogatepass"))
 
@@ -282,15 +288,22 @@ def _path_id(path: Any) -> str:
         return str(path)
 
 
+_path_ids: dict[str, str] = {}  # per plan: reset by _known_keys
+
+
 def _origin_id(client: Any, file: Any, entry: Any, project: Any) -> tuple[str, str, str, str]:
     """Identity of a client entry: the same entry keeps its policy key on every install."""
-    return (str(client), _path_id(file), str(entry), str(project or ""))
+    f = str(file)
+    if f not in _path_ids:
+        _path_ids[f] = _path_id(f)
+    return (str(client), _path_ids[f], str(entry), str(project or ""))
 
 
 def _known_keys(declared: Mapping[str, Any], state: Any) -> dict[tuple[str, str, str, str], str]:
     """Policy keys already given to client entries: from the policy's ``origin`` blocks and
     from the install record (issue 9 item 7: keys must not drift after uninstall or a killed
     install)."""
+    _path_ids.clear()
     out: dict[tuple[str, str, str, str], str] = {}
     for key, spec in declared.items():
         origin = spec.get("origin") if isinstance(spec, dict) else None
