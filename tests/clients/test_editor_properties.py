@@ -33,7 +33,7 @@ from synartesis.clients.entries import value_sha
 from synartesis.clients.locations import ConfigLocation
 from synartesis.errors import ConfigParseError
 
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=120,
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("deep", database=None, deadline=None, max_examples=3000,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
