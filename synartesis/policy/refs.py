@@ -96,6 +96,7 @@ class Template:
 
     @property
     def refs(self) -> tuple[Ref, ...]:
+        """Every reference in the string, in order."""
         return tuple(p for p in self.parts if isinstance(p, Ref))
 
 
