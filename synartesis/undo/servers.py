@@ -77,6 +77,7 @@ class SpawnedServers(ServerPool):
         self.policy = policy
         self.entry_env = entry_env
         self.ups: dict[str, Upstream] = {}      # process key → upstream
+        self._started: list[Upstream] = []      # every server started, initialized or not
         self.keys: dict[tuple[str, str], str] = {}  # (run, server) → process key
         self.errors: dict[str, str] = {}        # process key or "run\0server" → why it is not there
         self.warnings: list[str] = []
@@ -101,9 +102,11 @@ class SpawnedServers(ServerPool):
         async def one(key: str, spec: Any) -> None:
             ctx = Upstream.spawn(spec.command, spec.args, env=spec.env, cwd=spec.cwd, label=spec.server)
             up = await ctx.__aenter__()
+            self._started.append(up)  # closed by close() even if initialize is cancelled (esc in the console)
             try:
                 await up.initialize()
             except UpstreamError as exc:
+                self._started.remove(up)
                 await up.close()
                 self.errors[key] = str(exc)
                 return
@@ -124,7 +127,12 @@ class SpawnedServers(ServerPool):
         return self.errors.get(key or "", self.errors.get(f"{run_id}\0{server}", f"server {server} is not running"))
 
     async def close(self) -> None:
-        await asyncio.gather(*(u.close() for u in self.ups.values()), return_exceptions=True)
+        try:
+            await asyncio.gather(*(u.close() for u in self._started), return_exceptions=True)
+        except BaseException:  # cancelled again while closing (the console's esc): stop them now
+            for u in self._started:
+                u.child.kill()
+            raise
 
 
 class HeldServers(ServerPool):
