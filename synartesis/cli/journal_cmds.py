@@ -181,9 +181,9 @@ def _print_preview(out, v, p) -> None:
     a = v.row
     out.print(f"          arguments: {escape(visible(v.args))}")  # whole: a person decides on them
     out.print(f"          {a.cls}: {escape(a.note or 'held by policy')}")
-    if p.production:
-        out.print(f"          [bold red]PRODUCTION[/]: the target matches {escape(', '.join(p.production))} "
-                  "(production_patterns in the policy)")
+    for hit in p.production:
+        out.print(f"          [bold red]PRODUCTION[/]: {escape(hit.where)} {escape(shorten(hit.value, 80))} matches "
+                  f"{escape(hit.pattern)} (production_patterns in the policy)")
     if p.current is not None and p.current.get("present"):
         if p.diffs:
             for arg, diff in p.diffs:

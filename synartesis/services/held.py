@@ -5,8 +5,8 @@ call's run launched it): the current state is shown next to the call's arguments
 the rule's inverse says which argument would replace which part of the state (an inverse
 argument that is exactly ``$snapshot.X`` restores ``X`` from the argument of the same name), a
 unified diff of the two when both are text. A call whose arguments or server name match the
-policy's ``production_patterns`` (default ``prod``, ``production``, ``live``; whole words,
-any case) is flagged. Nothing is sent but the read.
+policy's ``production_patterns`` (default ``prod``, ``production``, ``live``; see
+:func:`synartesis.policy.model.production_match`) is flagged, with what matched. Nothing is sent but the read.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synartesis.journal import ActionRow, Journal
-from synartesis.policy.model import Policy
+from synartesis.policy.model import Policy, ProductionHit
 from synartesis.policy.refs import RefError
 from synartesis.proxy.pipeline import resolve_call
 from synartesis.undo.servers import SpawnedServers
 
-__all__ = ["HeldPreview", "preview_held", "production_hits", "DEFAULT_PRODUCTION_PATTERNS"]
+__all__ = ["HeldPreview", "preview_held", "production_hits"]
 
-DEFAULT_PRODUCTION_PATTERNS = ("prod", "production", "live")
 _SNAPSHOT_FIELD = re.compile(r"^\$snapshot\.([A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -43,40 +42,21 @@ class HeldPreview:
     current: dict | None = None
     note: str | None = None
     diffs: list[tuple[str, str]] = field(default_factory=list)
-    production: list[str] = field(default_factory=list)
+    production: list[ProductionHit] = field(default_factory=list)
 
     def as_json(self) -> dict:
         return {"read": self.read, "current": self.current, "note": self.note,
-                "diffs": [{"argument": k, "diff": d} for k, d in self.diffs], "production": self.production}
+                "diffs": [{"argument": k, "diff": d} for k, d in self.diffs],
+                "production": [{"where": h.where, "value": h.value, "pattern": h.pattern} for h in self.production]}
 
 
-def _patterns(policy: Policy | None) -> tuple[str, ...]:
-    found = getattr(policy, "production_patterns", None) if policy is not None else None
-    return tuple(found) if found else DEFAULT_PRODUCTION_PATTERNS
+_NO_POLICY = Policy(path="", servers={}, rules=())  # the default production_patterns
 
 
-def production_hits(policy: Policy | None, server: str, args: Any) -> list[str]:
-    """The production patterns that ``server`` or any string in ``args`` contains as a word."""
-    texts = [server]
-
-    def walk(v: Any) -> None:
-        if isinstance(v, str):
-            texts.append(v)
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                texts.append(str(k))
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    walk(args)
-    hits = []
-    for p in _patterns(policy):
-        rx = re.compile(r"(?<![A-Za-z0-9])" + re.escape(p) + r"(?![A-Za-z0-9])", re.IGNORECASE)
-        if any(rx.search(t) for t in texts):
-            hits.append(p)
-    return hits
+def production_hits(policy: Policy | None, server: str, args: Any) -> list[ProductionHit]:
+    """What about a call looks like production (:meth:`Policy.production_hits`; without a
+    policy, the default patterns)."""
+    return (policy or _NO_POLICY).production_hits(server, args)
 
 
 def _pairs(policy: Policy, a: ActionRow, args: Any) -> list[tuple[str, str]]:

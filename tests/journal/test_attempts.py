@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
+
+import helpers
 
 from synartesis.journal import Journal
 
@@ -31,7 +32,7 @@ def test_an_attempt_whose_process_is_gone_is_abandoned_and_taken_over(tmp_path):
     run = j.begin_run("t", {})
     code = ("import sys; from synartesis.journal import Journal; "
             "Journal.open(sys.argv[1]).begin_attempt([sys.argv[2]], 'crashed')")
-    subprocess.run([sys.executable, "-c", code, str(j.path), run], check=True)
+    helpers.run([sys.executable, "-c", code, str(j.path), run], check=True)
     taken = j.begin_attempt([run], "ana")
     assert taken is not None
     assert [u.status for u in j.undos(run)] == ["abandoned", "running"]

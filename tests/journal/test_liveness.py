@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
-from synartesis.journal.liveness import client_process, host_name, pid_alive, process_state, start_token
+import helpers
+
+from synartesis.journal.liveness import (
+    client_process,
+    host_name,
+    pid_alive,
+    process_state,
+    start_token,
+)
 
 
 def test_a_running_process_is_live_with_its_own_start_token():
@@ -26,7 +33,7 @@ def test_the_same_pid_with_another_start_time_is_a_different_process():
 
 
 def test_a_dead_pid_is_gone_and_what_cannot_be_told_is_not():
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child = helpers.spawn([sys.executable, "-c", "pass"])
     child.wait()
     assert not pid_alive(child.pid)
     assert process_state(child.pid, None) == "gone"
@@ -38,8 +45,8 @@ def test_a_dead_pid_is_gone_and_what_cannot_be_told_is_not():
 
 def test_a_child_sees_its_launcher_through_shell_wrappers():
     code = "from synartesis.journal.liveness import client_process as c; p = c(); print(p.pid, p.started)"
-    direct = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    wrapped = subprocess.run(["sh", "-c", f"exec env sh -c '\"{sys.executable}\" -c \"{code}\"'"],
-                             capture_output=True, text=True, check=True).stdout.split()
+    direct = helpers.run([sys.executable, "-c", code], text=True, check=True).stdout.split()
+    wrapped = helpers.run(["sh", "-c", f"exec env sh -c '\"{sys.executable}\" -c \"{code}\"'"],
+                          text=True, check=True).stdout.split()
     assert direct == wrapped == [str(os.getpid()), start_token(os.getpid())]
     assert client_process().pid == os.getppid()

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from helpers import cli
+
 from synartesis.errors import JournalConfigError, NoJournalError
 from synartesis.journal import SCHEMA_VERSION, Journal
 

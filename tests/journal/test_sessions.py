@@ -4,8 +4,9 @@ runs whose proxy is gone (pending calls become unknown)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+
+import helpers
 
 from synartesis.journal import Journal, RunOrigin
 from synartesis.journal.liveness import host_name, start_token
@@ -59,10 +60,10 @@ def test_the_proxy_records_its_client_process_and_the_environment_session(tmp_pa
     code = ("import sys; from synartesis.journal import Journal; j = Journal.open(sys.argv[1], create=True); "
             "print(j.begin_run('t', {}))")
     # two 'proxies' started by this process, one through `sh -c`: both belong to it
-    direct = subprocess.run([sys.executable, "-c", code, str(journal)], capture_output=True, text=True, check=True)
-    shell = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "{code}" "{journal}"'], capture_output=True, text=True,
+    direct = helpers.run([sys.executable, "-c", code, str(journal)], text=True, check=True)
+    shell = helpers.run(["sh", "-c", f'"{sys.executable}" -c "{code}" "{journal}"'], text=True,
                            check=True)
-    named = subprocess.run([sys.executable, "-c", code, str(journal)], capture_output=True, text=True, check=True,
+    named = helpers.run([sys.executable, "-c", code, str(journal)], text=True, check=True,
                            env=dict(os.environ, SYNARTESIS_SESSION="chat-42"))
     with Journal.open(journal) as j:
         runs = {r.id: r for r in j.list_runs()}
@@ -99,7 +100,7 @@ def test_end_run_never_overwrites_an_undo_status(tmp_path):
 
 def test_a_cli_connection_closes_runs_whose_proxy_is_gone_on_its_first_write(tmp_path):
     proxy = _journal(tmp_path)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = helpers.spawn([sys.executable, "-c", "pass"])
     dead.wait()
     gone = proxy.begin_run("t", {}, origin=_origin(pid=dead.pid, started="linux:boot:1"))
     reused = proxy.begin_run("t", {}, origin=_origin(pid=os.getpid(), started="linux:not-this-boot:1"))

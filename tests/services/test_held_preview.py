@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from helpers import FS_POLICY, RawSession, cli, proxy_argv
+
 from synartesis.services.held import production_hits
 
 HELD_POLICY = FS_POLICY.replace('''  - match: "files.write_file"
@@ -50,14 +51,17 @@ def test_gates_shows_the_current_state_as_a_diff_beside_the_arguments(tmp_path, 
 def test_approve_shows_what_it_lets_through_and_production_targets_are_flagged(tmp_path, fs_server):
     manifest, journal, target = _held(tmp_path, fs_server, folder="prod")
     listed = json.loads(cli("gates", "--json", "--manifest", str(manifest), "--journal", str(journal)).stdout)
-    assert listed[0]["preview"]["production"] == ["prod"]
+    [hit] = listed[0]["preview"]["production"]
+    assert (hit["where"], hit["pattern"]) == ("path", "prod") and hit["value"].endswith("/prod/todo.txt")
     out = cli("approve", listed[0]["id"][:8], "--manifest", str(manifest), "--journal", str(journal))
     assert out.returncode == 0, out.stderr
     assert "PRODUCTION" in out.stdout and "+call bo" in out.stdout and "approved files.write_file" in out.stdout
 
 
-def test_production_patterns_match_whole_words_in_any_case():
-    assert production_hits(None, "db", {"url": "postgres://PROD-db.example/app"}) == ["prod"]
-    assert production_hits(None, "files-live", {}) == ["live"]
-    assert production_hits(None, "files", {"path": "/srv/production/x", "n": [{"k": "Production"}]}) == ["production"]
-    assert production_hits(None, "files", {"path": "/srv/product/delivery/olive.txt"}) == []
+def test_production_patterns_come_from_the_policy_or_the_defaults(tmp_path):
+    from synartesis.policy import load_policy
+    assert [h.pattern for h in production_hits(None, "files-live", {"p": "/srv/product/olive.txt"})] == ["live"]
+    policy = tmp_path / "synartesis.yaml"
+    policy.write_text(FS_POLICY + 'production_patterns: ["customer-*"]\n')
+    hits = production_hits(load_policy(policy), "prod", {"name": "customer-42"})
+    assert [(h.where, h.pattern) for h in hits] == [("name", "customer-*")]

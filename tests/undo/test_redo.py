@@ -3,11 +3,19 @@ filesystem server through the real proxy and CLI (a small fake only for a held c
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 
-from helpers import FS_POLICY, RawSession, cli, kv_proxy, open_journal, proxy_argv, sdk_session
+from helpers import (
+    FS_POLICY,
+    RawSession,
+    cli,
+    kv_proxy,
+    open_journal,
+    proxy_argv,
+    run_async,
+    sdk_session,
+)
 
 
 def _fs(tmp_path, fs_server):
@@ -26,7 +34,7 @@ def _agent(argv, calls):
             for name, args in calls:
                 r = await s.call_tool(name, args)
                 assert not r.is_error, r
-    asyncio.run(go())
+    run_async(go())
 
 
 def _cli(manifest, journal, *args, env=None):

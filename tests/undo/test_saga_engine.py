@@ -3,11 +3,11 @@ text the agent is told after a saga rollback (snapshot-tested)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
-from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal
+from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal, run_async
+
 from synartesis.journal import Journal
 from synartesis.proxy.upstream import Upstream
 from synartesis.undo import Step, UndoOptions, UndoReport, saga_text, undo_target
@@ -33,7 +33,7 @@ def test_the_engine_undoes_a_run_over_a_connection_the_caller_holds(tmp_path):
         s.handshake()
         s.call(1, "put", {"key": "k0", "value": "a"})
         s.call(2, "put", {"key": "k1", "value": "b"})
-        report = asyncio.run(go())
+        report = run_async(go())
         s.close()
     assert report.status == "rolled_back" and report.kind == "saga"
     assert [s.outcome for s in report.steps] == ["restored (verified)"] * 2

@@ -3,13 +3,22 @@ servers), interleaved writes; bare undo puts both back in reverse journal-wide o
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import time
 
-from helpers import FS_POLICY, MEMORY_POLICY, RawSession, cli, kv_proxy, open_journal, proxy_argv, sdk_session
+from helpers import (
+    FS_POLICY,
+    MEMORY_POLICY,
+    RawSession,
+    cli,
+    kv_proxy,
+    open_journal,
+    proxy_argv,
+    run_async,
+    sdk_session,
+)
 
 POLICY = FS_POLICY + MEMORY_POLICY.split("tools:\n", 1)[1].replace("servers:\n  memory: {}\n", "")
 POLICY = POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  memory: {}\n")
@@ -27,7 +36,7 @@ def _setup(tmp_path, fs_server, memory_server):
     async def seed():
         async with sdk_session(memory_server, env=env) as s:  # the bare server, not through synartesis
             await s.call_tool("create_entities", {"entities": [{"name": "seed", "entityType": "t", "observations": ["o"]}]})
-    asyncio.run(seed())
+    run_async(seed())
     fs = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
     memory = proxy_argv("memory", manifest, journal, memory_server)
     return root, manifest, journal, mem, env, fs, memory
@@ -53,7 +62,7 @@ def test_bare_undo_restores_two_servers_of_one_session_in_reverse_journal_order(
             for session, tool, args in calls:
                 r = await session.call_tool(tool, args)
                 assert not r.is_error, r
-    asyncio.run(agent())
+    run_async(agent())
     assert (root / "doc.txt").read_text() == "three" and b'"B"' in mem.read_bytes()
 
     listed = json.loads(_cli(manifest, journal, "list", "--json").stdout)
