@@ -31,15 +31,15 @@ def wants_terminal() -> bool:
 
 
 def plain_console(manifest: Optional[str], journal: Optional[str]) -> str:
-    """The one frame printed when stdout is not a terminal: runs (newest first) and every
-    held call with its reason and arguments. Never creates a journal.
+    """The one frame printed when stdout is not a terminal: agent sessions with their runs
+    (newest first) and every held call with its reason and arguments. Never creates a journal.
 
     Raises:
         PolicyError: ``--manifest`` names a file that does not exist (and no ``--journal``).
         JournalError: the journal exists but cannot be read.
     """
     from synartesis.proxy.payload import cli_command
-    from synartesis.tui.data import read_snapshot
+    from synartesis.tui.data import quiet_policy, read_snapshot
     from synartesis.tui.render import plain_frame
 
     path = where(manifest, journal).journal
@@ -47,9 +47,11 @@ def plain_console(manifest: Optional[str], journal: Optional[str]) -> str:
         j = open_journal(manifest, journal)
     except NoJournalError:
         return plain_frame(path, None, [], cli=cli_command())
+    policy = quiet_policy(where(manifest, journal).policy)  # for the production flags of held calls
     with j:
-        snap = read_snapshot(j)
-    return plain_frame(path, snap.runs, snap.held, cli=cli_command())
+        snap = read_snapshot(j, policy=policy)
+    return plain_frame(path, snap.runs, snap.held, cli=cli_command(), sessions=snap.sessions,
+                       production=snap.production)
 
 
 @app.callback(invoke_without_command=True,

@@ -259,15 +259,31 @@ class ActionsMixin(ChainMixin):
         return [action_from_row(r) for r in rows]
 
     def actions_of(self, run_ids: Iterable[str]) -> list[ActionRow]:
-        """The actions of several runs (a session) in journal-wide order."""
+        """The actions of several runs (a session) in the order they happened.
+
+        Journal-wide order, kept consistent with each run's own: a read is numbered when it
+        is journalled (up to 50 ms after a later write of its run), so each action is placed
+        by the smallest journal-wide number of itself and what follows it in its run. Writes
+        keep their own numbers; a read lands just before the next write of its run.
+        """
         ids = list(run_ids)
-        out: list[ActionRow] = []
+        rows: list[ActionRow] = []
         with self._guard("read actions"):
             for k in range(0, len(ids), 500):
                 part = ids[k:k + 500]
-                out.extend(action_from_row(r) for r in self._all(
+                rows.extend(action_from_row(r) for r in self._all(
                     f"SELECT {ACTION_COLS} FROM actions WHERE run_id IN ({','.join('?' * len(part))})", tuple(part)))
-        return sorted(out, key=lambda a: (a.gseq if a.gseq is not None else 0, a.created_at, a.seq))
+        by_run: dict[str, list[ActionRow]] = {}
+        for a in rows:
+            by_run.setdefault(a.run_id, []).append(a)
+        keyed: list[tuple[int, str, int, ActionRow]] = []
+        for rid, acts in by_run.items():
+            low = None
+            for a in sorted(acts, key=lambda a: a.seq, reverse=True):
+                g = a.gseq if a.gseq is not None else 0
+                low = g if low is None else min(low, g)
+                keyed.append((low, rid, a.seq, a))
+        return [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
 
     def recent_actions(self, limit: int = 12) -> list[ActionRow]:
         """The newest actions across runs, oldest first."""

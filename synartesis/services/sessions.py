@@ -15,7 +15,7 @@ from synartesis.journal import Journal, RunRow, SessionRow, status_text
 from synartesis.services.runs import ActionView, action_view, run_summary
 from synartesis.undo.targets import Target, describe_session, newest_target, resolve_target
 
-__all__ = ["SessionView", "session_status", "list_sessions", "session_summary", "TargetView", "show_target"]
+__all__ = ["SessionView", "session_status", "group_sessions", "list_sessions", "session_summary", "TargetView", "show_target"]
 
 _UNDONE = ("rolled_back", "compensated")
 
@@ -45,6 +45,19 @@ class SessionView:
     runs: list[RunRow]
     status: str
     unverified: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def label(self) -> str:
+        """What lists show as the agent (the session's name, else its client's)."""
+        return self.who
+
+    @property
+    def live(self) -> bool:
+        return self.status == "active"
 
     @property
     def shown_status(self) -> str:
@@ -80,12 +93,17 @@ def session_summary(runs: list[RunRow], s: SessionRow) -> SessionView:
     return SessionView(s, runs, status, unverified)
 
 
-def list_sessions(j: Journal) -> list[SessionView]:
-    """Every session, newest activity first, each with its runs."""
+def group_sessions(runs: list[RunRow], sessions: list[SessionRow]) -> list[SessionView]:
+    """``sessions`` (in their order) each with its runs from ``runs`` (in theirs)."""
     by_session: dict[str, list[RunRow]] = {}
-    for r in j.list_runs():
+    for r in runs:
         by_session.setdefault(r.session_id or r.id, []).append(r)
-    return [session_summary(by_session.get(s.id, []), s) for s in j.list_sessions()]
+    return [session_summary(by_session.get(s.id, []), s) for s in sessions]
+
+
+def list_sessions(j: Journal) -> list[SessionView]:
+    """Every session, newest activity first, each with its runs (newest first)."""
+    return group_sessions(j.list_runs(), j.list_sessions())
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """`synartesis` with no command: one full-screen console for runs, held calls, clients and undo
 (issue 6; reference-spec §7.3 for the reference's console).
 
-Views: ``runs`` (default, newest first), ``run`` (one run's timeline), ``held`` (every call
-awaiting approval, across runs), ``clients`` (the data of ``synartesis status``). The journal is
+Views: ``runs`` (default: agent sessions, newest activity first, each with its runs folded in),
+``run`` (one session's or run's timeline), ``held`` (every call awaiting approval, across runs),
+``clients`` (the data of ``synartesis status``). The journal is
 followed live: a timer polls ``PRAGMA data_version`` (it changes when any other connection
 commits) on the console's journal thread (``tui.data``) and redraws only then, keeping the
 selection on the same run or action (by id). The console never creates a journal; with none it
@@ -27,6 +28,7 @@ from textual.widgets import Static
 from synartesis.errors import SynartesisError
 from synartesis.journal import RunRow
 from synartesis.services.runs import ActionView
+from synartesis.services.sessions import SessionView
 from synartesis.tui import jobs
 from synartesis.tui.data import ConsoleData, Snapshot
 from synartesis.tui.render import (
@@ -38,8 +40,10 @@ from synartesis.tui.render import (
     header_text,
     held_lines,
     held_pane,
+    preview_text,
     run_line,
     run_pane,
+    session_line,
 )
 from synartesis.tui.screens import HELP, JOB_KEYS, JobScreen, ReasonScreen, TextScreen
 from synartesis.tui.widgets import Item, Pager
@@ -103,15 +107,17 @@ class ConsoleApp(App[None]):
         self.target = jobs.Target(Path(journal_path), Path(policy_path), by)
         self.poll = poll
         self.clients_loader = clients or _collect_clients
-        self.data = ConsoleData(self.target.journal)
+        self.data = ConsoleData(self.target.journal, policy=self.target.policy)
         self.available = False  # a journal has been read (False: none yet, or it cannot be read)
         self.problem: str | None = None  # why there is no journal to show
         self.polling = False  # a read of the journal is in flight on its thread
         self._again = False  # a forced read was asked for while one was in flight
         self.view = "runs"
         self.runs: list[RunRow] = []
+        self.sessions: list[SessionView] = []
+        self.production: dict[str, list] = {}
         self.held: list[ActionView] = []
-        self.open_run: RunRow | None = None
+        self.open_run: RunRow | SessionView | None = None  # the open timeline: a run or a session
         self.actions: list[ActionView] = []
         self.clients: Any = None
         self.clients_error: str | None = None
@@ -177,13 +183,15 @@ class ConsoleApp(App[None]):
             return
         self.available, self.problem = True, None
         self.runs, self.held = snap.runs, snap.held
+        self.sessions, self.production = snap.sessions, snap.production
         if self.open_run is not None:
             if snap.open_run is None or snap.open_run.id != self.open_run.id:
-                if snap.open_run is None and not any(r.id == self.open_run.id for r in snap.runs):
+                known = [r.id for r in snap.runs] + [x.id for x in snap.sessions]
+                if snap.open_run is None and self.open_run.id not in known:
                     self.open_run, self.actions = None, []
                     if self.view == "run":
                         self._switch("runs")
-                        self.notice("that run is no longer in the journal (pruned?)")
+                        self.notice(f"that {self._kind(self.open_run)} is no longer in the journal (pruned?)")
                         return
             else:
                 self.open_run, self.actions = snap.open_run, snap.actions
@@ -211,14 +219,20 @@ class ConsoleApp(App[None]):
         if self.view == "runs":
             if not self.available:
                 return [], self.problem or "no journal"
-            return ([Item(r.id, [run_line(r)], r) for r in self.runs],
-                    "No agent has done anything through this journal yet. Runs appear here as agents work.")
+            items = []
+            for sv in self.sessions:
+                items.append(Item(sv.id, [session_line(sv)], sv))
+                items.extend(Item(r.id, [run_line(r, indent=True)], r) for r in sv.runs)
+            return (items, "No agent has done anything through this journal yet. Sessions appear here as agents work.")
         if self.view == "run":
-            return ([Item(v.row.id, action_lines(v), v) for v in self.actions], "no actions recorded in this run")
+            session = isinstance(self.open_run, SessionView)
+            return ([Item(v.row.id, action_lines(v, session), v) for v in self.actions],
+                    f"no actions recorded in this {self._kind(self.open_run)}")
         if self.view == "held":
             if not self.available:
                 return [], self.problem or "no journal"
-            return [Item(v.row.id, held_lines(v), v) for v in self.held], "Nothing is waiting for a decision."
+            return ([Item(v.row.id, held_lines(v, self.production.get(v.row.id)), v) for v in self.held],
+                    "Nothing is waiting for a decision.")
         if self.view == "clients":
             if self.clients_loading and self.clients is None:
                 return [], "looking at every AI client's configuration…"
@@ -238,12 +252,15 @@ class ConsoleApp(App[None]):
             r = self.open_run
             held = sum(1 for v in self.actions if v.row.status == "gated")  # this run's, not everyone's
             n = len(self.actions)
-            head = Text.assemble(("synartesis", "bold"), f"  run {r.id[:8]} · {r.label or r.client or 'an agent'} · ",
-                                 (r.status, "bold"), f" · {n} action{'s' if n != 1 else ''} · ",
+            what = (f"session {r.id[:10]} · {r.who}" + (f" · {len(r.runs)} runs" if len(r.runs) != 1 else "")
+                    if isinstance(r, SessionView) else f"run {r.id[:8]} · {r.label or r.client or 'an agent'}")
+            head = Text.assemble(("synartesis", "bold"), f"  {what} · ",
+                                 (r.shown_status, "bold"), f" · {n} action{'s' if n != 1 else ''} · ",
                                  (f"{held} held", "bold yellow") if held else "nothing held",
                                  f" ({len(self.held)} in all)" if len(self.held) > held else "")
         else:
-            head = header_text(self.target.journal, self.runs if self.available else None, len(self.held))
+            head = header_text(self.target.journal, self.runs if self.available else None, len(self.held),
+                               len(self.sessions) if self.available else None)
         header.update(head)
         items, empty = self._items()
         before = self.pager.selected
@@ -265,7 +282,13 @@ class ConsoleApp(App[None]):
             return f"{data.row.qualified} {data.row.id[:8]}"
         if isinstance(data, RunRow):
             return f"run {data.id[:8]}"
+        if isinstance(data, SessionView):
+            return f"session {data.id[:10]}"
         return "the selected entry"
+
+    @staticmethod
+    def _kind(target: object) -> str:
+        return "session" if isinstance(target, SessionView) else "run"
 
     def _keys(self) -> str:
         if not self.available and self.view in ("runs", "held"):
@@ -282,7 +305,7 @@ class ConsoleApp(App[None]):
             elif self.view == "run":
                 lines += action_pane(data)
             elif self.view == "held":
-                lines += held_pane(data)
+                lines += held_pane(data, self.production.get(data.row.id))
             elif self.view == "clients":
                 lines += client_pane(data)
         elif self.view == "clients" and self.clients is not None:
@@ -387,9 +410,9 @@ class ConsoleApp(App[None]):
         elif self.view == "run":
             self.action_expand()
 
-    def _open_run(self, run: RunRow, select: str | None) -> None:
+    def _open_run(self, run: RunRow | SessionView, select: str | None) -> None:
         try:
-            actions = self.data.actions(run.id)
+            actions = self.data.actions(run)
         except SynartesisError as exc:
             self.notice(exc.message)
             return
@@ -417,7 +440,27 @@ class ConsoleApp(App[None]):
             self.notice(exc.message)
             return
         run = next((r for r in self.runs if r.id == full.row.run_id), None)
-        self.push_screen(TextScreen("everything recorded about this action", detail_text(full, run)))
+        body = detail_text(full, run)
+        if full.row.status == "gated":
+            body.append("\n── what it would change\nreading the current state (starting its server)…\n", "dim")
+        screen = TextScreen("everything recorded about this action", body)
+        self.push_screen(screen)
+        if full.row.status == "gated":
+            # what it would change: the rule's pre-read, run now on the held call's server
+            self.run_worker(self._preview(screen, full), exit_on_error=False, group="preview")
+
+    async def _preview(self, screen: TextScreen, full: ActionView) -> None:
+        try:
+            preview = await jobs.held_preview(self.target, full.row)
+            text = preview_text(preview)
+        except SynartesisError as exc:
+            text = Text(f"\n── what it would change\n{exc.message}\n", "dim")
+        except Exception as exc:  # noqa: BLE001 - shown, never a crash
+            text = Text(f"\n── what it would change\ncould not read it: {type(exc).__name__}: {exc}\n", "dim")
+        run = next((r for r in self.runs if r.id == full.row.run_id), None)
+        body = detail_text(full, run)
+        body.append_text(text)
+        screen.set_body(body)
 
     def action_help(self) -> None:
         if self._main():
@@ -455,7 +498,7 @@ class ConsoleApp(App[None]):
         self.refresh_data()
 
     # -- jobs --------------------------------------------------------------------------
-    def _job_run(self) -> RunRow | None:
+    def _job_run(self) -> RunRow | SessionView | None:
         sel = self.pager.selected
         if self.view == "runs" and sel is not None:
             return sel.data
@@ -474,7 +517,7 @@ class ConsoleApp(App[None]):
             return
         run = self._job_run()
         if run is None:
-            self.notice("u, p and l work on a run: press r for runs, or enter to open one")
+            self.notice("u, p and l work on a session or a run: press r for them, or enter to open one")
             return
         self.busy = kind
 

@@ -1,5 +1,5 @@
-"""The console's only door to the journal: what it lists (runs, held calls, one run's
-timeline), the detail of one action, and decisions. Nothing else in ``synartesis.tui`` reads
+"""The console's only door to the journal: what it lists (agent sessions with their runs,
+held calls, one session's or run's timeline), the detail of one action, and decisions. Nothing else in ``synartesis.tui`` reads
 or writes the journal, except the undo / live-check jobs (``tui.jobs``), which call the same
 engine the CLI calls on connections of their own.
 
@@ -19,11 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synartesis.errors import JournalError, NoJournalError, SynartesisError
+from synartesis.errors import JournalError, NoJournalError, PolicyError, SynartesisError
 from synartesis.journal import ActionRow, Journal, RunRow
+from synartesis.policy.model import Policy, ProductionHit
+from synartesis.services.held import production_hits
 from synartesis.services.runs import ActionView, Decision, action_view, decide
+from synartesis.services.sessions import SessionView, group_sessions
 
-__all__ = ["Snapshot", "ConsoleData", "read_snapshot"]
+__all__ = ["Snapshot", "ConsoleData", "read_snapshot", "quiet_policy"]
 
 
 @dataclass(frozen=True)
@@ -33,34 +36,62 @@ class Snapshot:
     Attributes:
         runs: every run, newest first; None when there is no journal to read (``problem``).
         held: every call awaiting approval, across runs (oldest first).
-        open_run: the fresh row of the run whose timeline is open (None: none open, or it
-            is no longer in the journal).
-        actions: that run's actions, in seq order.
+        open_run: the fresh row of the run or session whose timeline is open (None: none
+            open, or it is no longer in the journal).
+        actions: its actions, in order (a session's across its runs, journal-wide).
         problem: why there is nothing to show (no journal yet, or it cannot be read).
         error: a read that failed this time (shown; the next poll tries again).
+        sessions: every agent session with its runs (newest activity first).
+        production: held call id → what about it matches the policy's ``production_patterns``.
     """
 
     runs: list[RunRow] | None
     held: list[ActionView] = field(default_factory=list)
-    open_run: RunRow | None = None
+    open_run: RunRow | SessionView | None = None
     actions: list[ActionView] = field(default_factory=list)
     problem: str | None = None
     error: str | None = None
+    sessions: list[SessionView] = field(default_factory=list)
+    production: dict[str, list[ProductionHit]] = field(default_factory=dict)
 
 
-def read_snapshot(j: Journal, open_run: str | None = None) -> Snapshot:
+def read_snapshot(j: Journal, open_run: str | None = None, policy: Policy | None = None) -> Snapshot:
     """Everything the console lists, from the open journal ``j`` (the piped frame uses it too).
 
     Args:
-        open_run: the id of the run whose timeline is open: its actions are read as well.
+        open_run: the id of the run or session (``s-…``) whose timeline is open: its actions
+            are read as well.
+        policy: for the production flags of held calls (None: the default patterns).
     Raises:
         JournalError: the journal cannot be read.
     """
     runs = j.list_runs()
+    sessions = group_sessions(runs, j.list_sessions())
     held = [action_view(j, a) for a in j.list_gated()]
-    fresh = next((r for r in runs if r.id == open_run), None) if open_run else None
-    actions = [action_view(j, a) for a in j.actions(fresh.id)] if fresh is not None else []
-    return Snapshot(runs, held, fresh, actions)
+    production = {v.row.id: hits for v in held if (hits := production_hits(policy, v.row.server, v.args))}
+    fresh: RunRow | SessionView | None = None
+    actions: list[ActionView] = []
+    if open_run and open_run.startswith("s-"):
+        fresh = next((s for s in sessions if s.id == open_run), None)
+        if fresh is not None:
+            actions = [action_view(j, a) for a in j.actions_of([r.id for r in fresh.runs])]
+    elif open_run:
+        fresh = next((r for r in runs if r.id == open_run), None)
+        if fresh is not None:
+            actions = [action_view(j, a) for a in j.actions(fresh.id)]
+    return Snapshot(runs, held, fresh, actions, sessions=sessions, production=production)
+
+
+def quiet_policy(path: Path | None) -> Policy | None:
+    """The policy at ``path`` for what the console only decorates with (the production flags):
+    None when there is none or it does not load (``check`` is what reports that)."""
+    if path is None or not path.exists():
+        return None
+    from synartesis.policy import load_policy
+    try:
+        return load_policy(path)
+    except PolicyError:
+        return None
 
 
 class ConsoleData:
@@ -69,11 +100,15 @@ class ConsoleData:
     Args:
         path: the journal file; it may not exist yet (polling waits for it).
         retry: seconds to wait before opening again after a journal that could not be read.
+        policy: the policy file, for the production flags of held calls (it may not exist; a
+            policy that does not load flags with the default patterns).
     """
 
-    def __init__(self, path: Path, retry: float = 5.0) -> None:
+    def __init__(self, path: Path, retry: float = 5.0, policy: Path | None = None) -> None:
         self.path = Path(path)
         self.retry = retry
+        self.policy_path = policy
+        self._policy: tuple[float, Policy | None] | None = None  # (mtime, policy) read on the pool thread
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="synartesis-console-journal")
         self._poll_j: Journal | None = None  # used only on the pool's thread
         self._version: int | None = None
@@ -109,11 +144,23 @@ class ConsoleData:
             if version == self._version and not force:
                 return None
             self._version = version
-            return read_snapshot(self._poll_j, open_run)
+            return read_snapshot(self._poll_j, open_run, self._load_policy())
         except SynartesisError as exc:
             return Snapshot([], error=exc.message)
         except Exception as exc:  # noqa: BLE001 - a live view must survive a bad read; say it, retry next tick
             return Snapshot([], error=f"could not read the journal: {type(exc).__name__}: {exc}")
+
+    def _load_policy(self) -> Policy | None:
+        """The policy, read again only when its file changed (errors: the defaults)."""
+        if self.policy_path is None:
+            return None
+        try:
+            mtime = self.policy_path.stat().st_mtime
+        except OSError:
+            return None
+        if self._policy is None or self._policy[0] != mtime:
+            self._policy = (mtime, quiet_policy(self.policy_path))
+        return self._policy[1]
 
     def poll_now(self, open_run: str | None = None, force: bool = False) -> Snapshot | None:
         """:meth:`poll`, waiting for it on this thread (for the first frame)."""
@@ -124,7 +171,7 @@ class ConsoleData:
         ``force``), on the console's journal thread.
 
         Args:
-            open_run: the id of the run whose timeline is open (its actions are read too).
+            open_run: the id of the run or session whose timeline is open (its actions are read too).
         Returns:
             A Snapshot, or None when nothing changed (or a failed open is not due for a retry).
             Errors are in the Snapshot, never raised.
@@ -137,14 +184,17 @@ class ConsoleData:
             self._keys_j = Journal.open(self.path, create=False)
         return self._keys_j
 
-    def actions(self, run_id: str) -> list[ActionView]:
-        """One run's actions with their arguments and inverses, in seq order.
+    def actions(self, target: RunRow | SessionView) -> list[ActionView]:
+        """A run's actions (seq order) or a session's (journal-wide order), with their
+        arguments and inverses.
 
         Raises:
             JournalError: the journal cannot be read.
         """
         j = self._keys()
-        return [action_view(j, a) for a in j.actions(run_id)]
+        if isinstance(target, SessionView):
+            return [action_view(j, a) for a in j.actions_of([r.id for r in target.runs])]
+        return [action_view(j, a) for a in j.actions(target.id)]
 
     def detail(self, row: ActionRow) -> ActionView:
         """Everything recorded about one action (arguments, result, snapshot, post-state,

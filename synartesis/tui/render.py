@@ -1,5 +1,5 @@
-"""What the console shows, as rich ``Text``: run, action, held-call and client rows, undo and
-live-check reports, the detail of one action, and the one plain frame printed when stdout is not
+"""What the console shows, as rich ``Text``: session, run, action, held-call and client rows,
+undo, redo and live-check reports, what a held call would change, the detail of one action, and the one plain frame printed when stdout is not
 a terminal (issue 6 §3). Nothing here reads the journal or touches textual; callers pass rows in.
 
 Colour is decoration only: every state is also a word or a glyph, so ``NO_COLOR`` (textual's
@@ -18,17 +18,19 @@ from rich.text import Text
 from synartesis.journal import RunRow
 from synartesis.services.runs import CLASS_BADGE, ActionView
 
-__all__ = ["short", "when", "run_counts", "run_line", "run_pane", "action_lines", "action_pane",
-           "held_lines", "held_pane", "client_lines", "client_pane", "undo_report_text",
+__all__ = ["short", "when", "run_counts", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
+           "action_pane", "held_lines", "held_pane", "preview_text", "client_lines", "client_pane", "undo_report_text",
            "undo_notice", "live_report_text", "live_notice", "detail_text", "plain_frame",
            "header_text", "prior_word", "inverse_text", "held_reason"]
 
-RUN_STYLE = {"active": "bold", "complete": "", "rolled_back": "green", "partial": "yellow"}
+RUN_STYLE = {"active": "bold", "complete": "", "rolled_back": "green", "partial": "yellow", "compensated": "yellow",
+             "redone": "cyan"}
 ACTION_STYLE = {"gated": "bold yellow", "unknown": "bold red", "pending": "yellow", "failed": "dim",
                 "denied": "dim", "approved": "cyan", "used": "dim", "applied": "", "rolling_back": "yellow",
                 "rolled_back": "green", "unrecoverable": "bold red"}
-STEP_STYLE = {"revert": "green", "already-reverted": "green", "skip": "dim", "permanent": "yellow",
-              "kept": "dim", "halt": "bold red", "overwrite": "bold yellow"}
+STEP_STYLE = {"revert": "green", "already-reverted": "green", "redo": "green", "already-redone": "green",
+              "skip": "dim", "permanent": "yellow", "kept": "dim", "left": "dim", "halt": "bold red",
+              "overwrite": "bold yellow"}
 LIVE_STYLE = {"matches": "green", "reverted": "green", "drifted": "bold red", "unreadable": "yellow",
               "superseded": "dim", "unchecked": "dim"}
 
@@ -72,17 +74,24 @@ def who(run: RunRow) -> str:
     return run.label or run.client or "an agent"
 
 
-def run_counts(run: RunRow) -> str:
-    """``4 actions · 1 held · 1 unknown`` (held = awaiting approval, unknown = outcome unknown)."""
-    parts = [f"{run.actions} action{'s' if run.actions != 1 else ''}"]
-    held = run.counts.get("gated", 0)
-    unknown = run.counts.get("unknown", 0) + run.counts.get("pending", 0)
-    back = run.counts.get("rolled_back", 0)
-    bad = run.counts.get("unrecoverable", 0) + run.counts.get("rolling_back", 0)
+def run_counts(run: Any) -> str:
+    """``4 actions · 1 held · 1 unknown`` (held = awaiting approval, unknown = outcome unknown,
+    in flight = sent by a live proxy, no answer yet) for a run or a session."""
+    runs = getattr(run, "runs", None)
+    rows = list(runs) if runs is not None else [run]
+    total = sum(r.actions for r in rows)
+    parts = [f"{total} action{'s' if total != 1 else ''}"]
+    held = sum(r.counts.get("gated", 0) for r in rows)
+    unknown = sum(r.unknown for r in rows)
+    flight = sum(r.counts.get("pending", 0) for r in rows if r.live)
+    back = sum(r.counts.get("rolled_back", 0) for r in rows)
+    bad = sum(r.counts.get("unrecoverable", 0) + r.counts.get("rolling_back", 0) for r in rows)
     if held:
         parts.append(f"{held} held")
     if unknown:
         parts.append(f"{unknown} unknown")
+    if flight:
+        parts.append(f"{flight} in flight")
     if back:
         parts.append(f"{back} undone")
     if bad:
@@ -90,23 +99,61 @@ def run_counts(run: RunRow) -> str:
     return " · ".join(parts)
 
 
-def run_line(run: RunRow) -> Text:
-    """One row of the runs view: id, start, status, agent, counts."""
+def _status(run: Any) -> str:
+    """A run's or session's status as every view shows it (``compensated (unverified: N)``;
+    a run whose proxy is gone reads as ended)."""
+    return run.shown_status
+
+
+def session_line(session: Any) -> Text:
+    """One row of the runs view for an agent session: id, last activity, status, agent, runs and counts."""
     t = Text()
+    t.append(session.id[:10], "bold")
+    t.append(f" {when(session.session.last_at or session.session.started_at)}  ")
+    t.append(f"{_status(session):<11}", RUN_STYLE.get(session.status, ""))
+    t.append(f" {short(session.who, 12):<12} ")
+    n = len(session.runs)
+    if n != 1:  # one run is shown right below it
+        t.append(f"{n} runs · ")
+    t.append(run_counts(session), "yellow" if session.count("gated") else "")
+    return t
+
+
+def session_pane(session: Any) -> list[Text]:
+    """Two lines under the runs list about the selected session."""
+    servers = ", ".join(sorted({name for r in session.runs for name in r.servers})) or "-"
+    s = session.session
+    how = {"client": f"the client process {s.client_pid}", "explicit": f"SYNARTESIS_SESSION={s.name}",
+           "run": "one run (recorded before sessions)"}.get(s.kind, s.kind)
+    return [Text(f"session {s.id} · servers {servers}"),
+            Text(f"started {when(s.started_at)} · grouped by {how} · u undoes every run of it, newest action first")]
+
+
+def run_line(run: RunRow, indent: bool = False) -> Text:
+    """One row of the runs view: id, start, status, agent, counts (indented under its session)."""
+    t = Text()
+    if indent:
+        t.append("└ ")
     t.append(run.id[:8], "bold")
-    t.append(f"  {when(run.started_at)}  ")
-    t.append(f"{run.status:<11}", RUN_STYLE.get(run.status, ""))
-    t.append(f" {short(who(run), 18):<18} ")
+    t.append(f"  {when(run.started_at)}  " if not indent else f" {when(run.started_at)}  ")
+    t.append(f"{_status(run):<11}", RUN_STYLE.get(run.status, ""))
+    what = ", ".join(sorted(run.servers)) if indent else who(run)
+    width = 12 if indent else 18
+    t.append(f" {short(what or who(run), width):<{width}} ")
     t.append(run_counts(run), "yellow" if run.counts.get("gated") else "")
     return t
 
 
-def run_pane(run: RunRow) -> list[Text]:
-    """Two lines under the runs list about the selected run."""
+def run_pane(run: Any) -> list[Text]:
+    """Two lines under the runs list about the selected run (or session)."""
+    if hasattr(run, "session"):
+        return session_pane(run)
     servers = ", ".join(sorted(run.servers)) or "-"
     first = Text(f"run {run.id} · servers {servers}")
     second = Text(f"started {when(run.started_at)}" + (f" · ended {when(run.ended_at)}" if run.ended_at else "")
-                  + (f" · client {run.client}" if run.client and run.client != run.label else ""))
+                  + (f" · client {run.client}" if run.client and run.client != run.label else "")
+                  + (" · its proxy is gone (closed on the next write)" if run.stale else "")
+                  + (f" · {run.end_note}" if run.end_note else ""))
     return [first, second]
 
 
@@ -131,14 +178,16 @@ def inverse_text(view: ActionView, limit: int = 160) -> str:
     return "none recorded (cannot be undone)"
 
 
-def action_lines(view: ActionView) -> list[Text]:
-    """Two rows of a run's timeline: seq, class badge, status, server.tool, class, prior state;
-    then the resolved inverse."""
+def action_lines(view: ActionView, session: bool = False) -> list[Text]:
+    """Two rows of a timeline: seq (``run:seq`` in a session's), class badge, status,
+    server.tool, class, prior state; then the resolved inverse."""
     r = view.row
     top = Text()
-    top.append(f"{r.seq:>3} {CLASS_BADGE.get(r.cls, '?')} ")
+    where = f"{r.run_id[:4]}:{r.seq:<3}" if session else f"{r.seq:>3}"  # in a session: its run, then seq
+    width = 21 if session else 26
+    top.append(f"{where} {CLASS_BADGE.get(r.cls, '?')} ")
     top.append(f"{r.label:<13}", ACTION_STYLE.get(r.label, ""))
-    top.append(f" {short(r.qualified, 26):<26}", "bold")
+    top.append(f" {short(r.qualified, width):<{width}}", "bold")
     top.append(f" {r.cls:<12} prior {prior_word(r.prior, r.cls)}")
     bottom = Text("      undo: ", "dim")
     bottom.append(inverse_text(view))
@@ -163,11 +212,14 @@ def held_reason(view: ActionView) -> str:
     return view.row.note or "held by policy"
 
 
-def held_lines(view: ActionView) -> list[Text]:
-    """Two rows of the held-calls view: id, run, server.tool and arguments; then the reason."""
+def held_lines(view: ActionView, production: list | None = None) -> list[Text]:
+    """Two rows of the held-calls view: id, run, server.tool and arguments (``PRODUCTION`` first
+    when they match the policy's ``production_patterns``); then the reason."""
     r = view.row
     top = Text()
     top.append(r.id[:8], "bold")
+    if production:
+        top.append(" PRODUCTION", "bold red")
     top.append(f" run {r.run_id[:8]}  ")
     top.append(r.qualified, "bold yellow")
     top.append(f" {short(view.args, 200)}")
@@ -176,10 +228,31 @@ def held_lines(view: ActionView) -> list[Text]:
     return [top, bottom]
 
 
-def held_pane(view: ActionView) -> list[Text]:
+def held_pane(view: ActionView, production: list | None = None) -> list[Text]:
     r = view.row
-    return [Text(f"held {when(r.created_at)} · {r.cls} · action {r.id}"),
-            Text(f"args: {short(view.args, 300)}")]
+    flag = "".join(f" · PRODUCTION: {h.where} matches {h.pattern}" for h in (production or [])[:1])
+    return [Text(f"held {when(r.created_at)} · {r.cls} · action {r.id}{flag}"),
+            Text(f"args: {short(view.args, 300)} · f: what it would change")]
+
+
+def preview_text(preview: Any) -> Text:
+    """What a held call would change (a ``services.held.HeldPreview``): the current state
+    beside the arguments, a unified diff where both are text, production matches."""
+    t = Text()
+    t.append("\n── what it would change\n", "bold")
+    for h in preview.production:
+        t.append("PRODUCTION: ", "bold red")
+        t.append(f"{h.where} {short(h.value, 80)} matches {h.pattern} (production_patterns in the policy)\n")
+    if preview.current is not None and preview.current.get("present") and preview.diffs:
+        for arg, diff in preview.diffs:
+            t.append(f"in {arg}:\n")
+            for line in diff.splitlines():
+                t.append(line + "\n", "green" if line.startswith("+") else "red" if line.startswith("-") else "")
+    elif preview.current is not None and preview.current.get("present"):
+        t.append("now: " + pretty(preview.current.get("value")) + "\n")
+    else:
+        t.append(f"now: {preview.note or 'unknown'}\n", "dim")
+    return t
 
 
 def client_lines(row: Any) -> list[Text]:
@@ -215,14 +288,16 @@ def client_pane(row: Any) -> list[Text]:
     return lines
 
 
-def header_text(path: Path | str, runs: list[RunRow] | None, held: int) -> Text:
-    """The top line: journal path and counts (``N runs, L live · H awaiting approval``)."""
+def header_text(path: Path | str, runs: list[RunRow] | None, held: int, sessions: int | None = None) -> Text:
+    """The top line: journal path and counts (``S sessions, N runs, L live · H awaiting approval``)."""
     t = Text()
     t.append("synartesis", "bold")
     if runs is None:
         t.append(f"  no journal yet · {path}")
         return t
-    live = sum(1 for r in runs if r.status == "active")
+    live = sum(1 for r in runs if r.live)
+    if sessions is not None:
+        t.append(f"  {sessions} session{'s' if sessions != 1 else ''},")
     t.append(f"  {len(runs)} run{'s' if len(runs) != 1 else ''}, {live} live · ")
     t.append(f"{held} awaiting approval" if held else "nothing waiting", "bold yellow" if held else "")
     t.append(f" · {path}", "dim")
@@ -232,27 +307,35 @@ def header_text(path: Path | str, runs: list[RunRow] | None, held: int) -> Text:
 # -- reports -----------------------------------------------------------------------------
 
 def undo_report_text(report: Any) -> Text:
-    """An UndoReport as the CLI's ``undo`` prints it (plan for a dry run, outcome otherwise)."""
+    """An UndoReport (undo or redo) as the CLI prints it (plan for a dry run, outcome otherwise)."""
     t = Text()
-    title = "DRY RUN (the real plan; nothing is sent or written)" if report.dry_run else "UNDO"
-    t.append(f"{title}  run {report.run}\n", "bold")
+    kind = "REDO" if getattr(report, "kind", "undo") == "redo" else "UNDO"
+    title = "DRY RUN (the real plan; nothing is sent or written)" if report.dry_run else kind
+    name = getattr(report, "target_name", "") or f"run {report.run}"
+    t.append(f"{title}  {name}\n", "bold")
+    if getattr(report, "picked", None):
+        t.append(f"picked: {report.picked}\n", "dim")
     for w in report.warnings:
         t.append("warning: ", "yellow")
         t.append(f"{w}\n")
-    main = [s for s in report.steps if s.kind != "kept"]
-    kept = [s for s in report.steps if s.kind == "kept"]
-    if not main:
+    main = [s for s in report.steps if s.kind not in ("kept", "left")]
+    kept = [s for s in report.steps if s.kind in ("kept", "left")]
+    if report.status == "nothing":
+        t.append(f"{report.message or 'nothing to undo'}\n", "dim")
+    elif not main:
         t.append("nothing in this run to undo\n", "dim")
+    session = getattr(report, "target", "run") == "session"
     for s in main:
-        t.append(f"{s.seq:>3}  ")
+        where = f"{(s.run or '')[:8]}:{s.seq:<3}" if session else f"{s.seq:>3}"
+        t.append(f"{where}  ")
         t.append(f"{s.kind:<16}", STEP_STYLE.get(s.kind, ""))
-        tag = "  [unverified]" if s.kind == "revert" and not s.verified and s.outcome != "would call" else ""
+        tag = "  [unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
         t.append(f" {s.tool}  {s.reason}{tag}\n")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
             prefix = "replanned, " if s.replanned else ""
             t.append(f"       {prefix}{verb} {call.get('server')}.{call.get('tool')} {short(call.get('args'), 120)}\n")
-        if s.kind == "revert" and s.outcome and s.outcome != "would call":
+        if s.kind in ("revert", "redo") and s.outcome and s.outcome != "would call":
             t.append(f"       → {s.outcome}\n")
         if s.kind == "overwrite" and s.expected is not None:
             t.append(f"       expected: {short(s.expected, 200)}\n")
@@ -279,12 +362,17 @@ def undo_report_text(report: Any) -> Text:
 
 def undo_notice(report: Any) -> str:
     """One line: dry ``N would be reverted · nothing was changed[ · halted: R]``; real
-    ``STATUS · N reverted[ · halted: R]`` (reference-spec §7.3)."""
-    n = sum(1 for s in report.steps if s.kind == "revert")
+    ``STATUS · N reverted[ · halted: R]`` (reference-spec §7.3); ``compensated (unverified: N)``
+    says so."""
+    redo = getattr(report, "kind", "undo") == "redo"
+    n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
     halted = f" · halted at {report.halted.seq}: {report.halted.reason}" if report.halted else ""
+    if report.status == "nothing":
+        return f"nothing to {'redo' if redo else 'undo'} · nothing was changed"
     if report.dry_run:
-        return f"{n} would be reverted · nothing was changed{halted}"
-    return f"{report.status} · {n} reverted{halted}"
+        return f"{n} would be {'redone' if redo else 'reverted'} · nothing was changed{halted}"
+    status = getattr(report, "shown_status", report.status)
+    return f"{status} · {n} {'redone' if redo else 'reverted'}{halted}"
 
 
 def live_report_text(report: Any) -> Text:
@@ -356,28 +444,46 @@ def detail_text(view: ActionView, run: RunRow | None = None) -> Text:
 # -- the piped frame ---------------------------------------------------------------------
 
 def plain_frame(path: Path | str, runs: list[RunRow] | None, held: Iterable[ActionView],
-                error: str | None = None, max_runs: int = 20, cli: str = "synartesis") -> str:
-    """One still frame (no escape codes): header, runs newest first, every held call with its
-    reason and arguments. ``runs`` None = there is no journal yet (``error`` says why)."""
+                error: str | None = None, max_runs: int = 20, cli: str = "synartesis",
+                sessions: list[Any] | None = None, production: dict | None = None) -> str:
+    """One still frame (no escape codes): header, agent sessions newest first with their runs
+    (``sessions``; else the runs alone), every held call with its reason and arguments.
+    ``runs`` None = there is no journal yet (``error`` says why)."""
     held = list(held)
-    out: list[str] = [header_text(path, runs, len(held)).plain]
+    production = production or {}
+    out: list[str] = [header_text(path, runs, len(held), len(sessions) if sessions is not None else None).plain]
     if runs is None:
         out.append(error or f"no journal at {path} yet; it appears when the first proxy runs")
         return "\n".join(out) + "\n"
     out.append("")
-    out.append("RUNS (newest first)")
-    if not runs:
-        out.append("  No agent has done anything through this journal yet.")
-    for run in runs[:max_runs]:
-        out.append("  " + run_line(run).plain)
-    if len(runs) > max_runs:
-        out.append(f"  … {len(runs) - max_runs} more (synartesis list)")
+    if sessions is not None:
+        out.append("SESSIONS (newest first), each with its runs")
+        shown = 0
+        for s in sessions:
+            if shown >= max_runs:
+                break
+            out.append("  " + session_line(s).plain)
+            for run in s.runs:
+                out.append("  " + run_line(run, indent=True).plain)
+            shown += 1 + len(s.runs)
+        if not sessions:
+            out.append("  No agent has done anything through this journal yet.")
+        elif len(sessions) > max_runs:
+            out.append("  … more (synartesis list)")
+    else:
+        out.append("RUNS (newest first)")
+        if not runs:
+            out.append("  No agent has done anything through this journal yet.")
+        for run in runs[:max_runs]:
+            out.append("  " + run_line(run).plain)
+        if len(runs) > max_runs:
+            out.append(f"  … {len(runs) - max_runs} more (synartesis list)")
     out.append("")
     out.append("HELD CALLS (awaiting approval)")
     if not held:
         out.append("  Nothing is waiting for a decision.")
     for v in held:
-        for line in held_lines(v):
+        for line in held_lines(v, production.get(v.row.id)):
             out.append("  " + line.plain)
     if held:
         first = held[0].row.id[:8]

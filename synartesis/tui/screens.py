@@ -45,7 +45,7 @@ class JobHost(Protocol):
 # The job screen's status line in each state (each fits 80 columns).
 JOB_KEYS = {
     "working": "working… esc cancels (nothing is written by a dry run or a check)",
-    "confirm": "y undo this run now · n leave it alone (changes nothing) · ↑↓ scroll",
+    "confirm": "y undo it now · n leave it alone (changes nothing) · ↑↓ scroll",
     "undoing": "undoing… please wait (esc and q wait for it to finish)",
     "done": "esc back · ↑↓ scroll · q quit",
 }
@@ -58,25 +58,29 @@ everywhere
   c            AI clients and whether their servers are covered
   ?            this help             q   quit (not while an undo is running)
 
-runs (newest first)
-  enter        open the run's timeline
-  u            undo the run: shows the real plan (a dry run) first, then
-               asks y/n; y undoes, n changes nothing
+sessions and runs (newest first; a session's runs are folded in below it)
+  enter        open the timeline of a session (every run, in the order the
+               agent acted) or of one run
+  u            undo it: shows the real plan (a dry run) first, then asks
+               y/n; y undoes, n changes nothing (a session: all its servers,
+               newest action first)
   p            preview: the dry run only; nothing is sent or written
-  l            live check: reads every resource the run wrote, as it is now,
+  l            live check: reads every resource it wrote, as it is now,
                and says per write whether it still matches or drifted
                (with both values); nothing is written
 
-a run's timeline
+a timeline
   f            everything recorded about the action: arguments, result,
-               snapshot, post-state, inverse
-  esc          back to the runs      u p l   as above, for this run
+               snapshot, post-state, inverse (held: what it would change)
+  esc          back to the list      u p l   as above, for what is open
   a d          approve / deny the selected action if it is held
 
 held calls (every run)
   a            approve: the agent's identical retry goes through (once)
   d            deny: asks for a reason; the agent is told it on its retry
-  enter        open the run it belongs to      f   its full arguments
+  enter        open the run it belongs to
+  f            its full arguments and what it would change (the current
+               state, a diff; PRODUCTION when it matches production_patterns)
 
 clients
   c            look again
@@ -117,7 +121,8 @@ class TextScreen(Screen[None]):
 
     def set_body(self, body: Text | str) -> None:
         self._body = body
-        self.query_one("#body", Static).update(body)
+        if self.is_mounted:  # before that, compose() draws it
+            self.query_one("#body", Static).update(body)
 
     def set_keys(self, keys: str) -> None:
         self._keys = keys
@@ -160,12 +165,13 @@ class JobScreen(TextScreen):
         self.result: Any = None  # the real undo's report, when one ran
         self.error: str | None = None
         titles = {"undo": "undo", "preview": "preview (dry run)", "live": "live check"}
-        super().__init__(f"{titles[kind]} · run {run_id[:8]}", Text(self._working_text()), self._working_keys())
+        self.what = f"session {run_id[:10]}" if run_id.startswith("s-") else f"run {run_id[:8]}"
+        super().__init__(f"{titles[kind]} · {self.what}", Text(self._working_text()), self._working_keys())
 
     def _working_text(self) -> str:
         if self.kind == "live":
-            return "reading every resource this run wrote, as it is now (starting its servers)…"
-        return "working out the real plan: reading the current state of everything this run wrote…"
+            return f"reading every resource this {self.what.split()[0]} wrote, as it is now (starting its servers)…"
+        return f"working out the real plan: reading the current state of everything this {self.what.split()[0]} wrote…"
 
     def _working_keys(self) -> str:
         return JOB_KEYS["working"]
@@ -200,13 +206,13 @@ class JobScreen(TextScreen):
                        if self.report.halted else "nothing here needs undoing")
                 body.append(f"\nNo undo to do: {why}. Nothing was changed.\n", "bold")
                 self.set_body(body)
-                self._finish(f"run {self.run_id[:8]}: no undo to do · {undo_notice(self.report)}")
+                self._finish(f"{self.what}: no undo to do · {undo_notice(self.report)}")
                 return
             if self.report.halted:
                 question = (f"\nUndo as planned? It reverts {reverts} action{'s' if reverts != 1 else ''} and stops at "
                             f"sequence {self.report.halted.seq}. y = undo now · n = leave it as it is\n")
             else:
-                question = "\nUndo this whole run as planned? y = undo now · n = leave it as it is\n"
+                question = f"\nUndo this whole {self.what.split()[0]} as planned? y = undo now · n = leave it as it is\n"
             body.append(question, "bold")
             self.set_body(body)
             self.state = "confirm"
@@ -251,7 +257,7 @@ class JobScreen(TextScreen):
         if self.state != "confirm":
             return
         self.state = "done"
-        self.host.notice(f"run {self.run_id[:8]} left alone · nothing was changed")
+        self.host.notice(f"{self.what} left alone · nothing was changed")
         self.dismiss(None)
 
     def action_back(self) -> None:
@@ -259,7 +265,7 @@ class JobScreen(TextScreen):
             self.host.notice("the undo is running; wait for it to finish")
             return
         if self.state == "confirm":
-            self.host.notice(f"run {self.run_id[:8]} left alone · nothing was changed")
+            self.host.notice(f"{self.what} left alone · nothing was changed")
         self.dismiss(None)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -36,8 +37,9 @@ class World:
         self.argv = proxy_argv("kv", self.manifest, self.journal, [*FAKE_SERVER, "--state", str(self.state)])
 
     def session(self, calls: list[tuple[str, dict]], name: str = "test-agent") -> list[dict]:
-        """One agent session (one run) through the real proxy; returns the tool results."""
-        with RawSession(self.argv) as s:
+        """One agent session (one run) through the real proxy; returns the tool results. Each
+        name is its own agent session (as another client process would be)."""
+        with RawSession(self.argv, env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
             s.handshake(name)
             out = [s.call(i + 1, tool, args) for i, (tool, args) in enumerate(calls)]
             s.close()
@@ -483,16 +485,18 @@ def test_forty_runs_in_24_rows_keep_the_selection_visible(world):
             text = screen_text(app)
             assert len(text.splitlines()) == 24
             assert "more below" in text and "more above" not in text
-            for step in range(39):
+            # one client process started them all: one session, its 40 runs folded in below it
+            assert app.pager.selected.key == runs[0].session_id
+            for step in range(40):
                 await pilot.press("down")
                 sel = app.pager.selected
-                assert sel is not None and sel.key == runs[step + 1].id
+                assert sel is not None and sel.key == runs[step].id
                 text = screen_text(app)
                 line = next((ln for ln in text.splitlines() if ln.startswith("❯")), None)
-                assert line is not None and runs[step + 1].id[:8] in line, text
+                assert line is not None and runs[step].id[:8] in line, text
             assert "more above" in text and "more below" not in text
             await pilot.press("home")
-            assert "❯ " + runs[0].id[:8] in screen_text(app)
+            assert "❯ " + runs[0].session_id[:10] in screen_text(app)
             await pilot.press("pagedown")
             line = next(ln for ln in screen_text(app).splitlines() if ln.startswith("❯"))
             assert app.pager.selected.key[:8] in line
@@ -590,10 +594,10 @@ def test_the_run_page_counts_its_own_held_calls_not_everyones(world):
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
             assert "3 awaiting approval" in screen_text(app)  # the runs page: every run's
-            await pilot.press("down", "enter")  # the older run: one held call
+            await pilot.press("down", "down", "enter")  # below the session, the older run: one held call
             header = screen_text(app).splitlines()[0]
             assert "1 action · 1 held (3 in all)" in header, header
-            await pilot.press("escape", "home", "enter")  # the newest: two
+            await pilot.press("escape", "home", "down", "enter")  # the newest: two
             header = screen_text(app).splitlines()[0]
             assert "2 actions · 2 held (3 in all)" in header and "3 held" not in header, header
 
@@ -617,7 +621,7 @@ def test_a_notice_never_stays_behind_on_another_view(world, fake_home):
             await until(pilot, lambda: "server entries covered" in notice_line(app), what="the scan")
             await pilot.press("g")
             assert app.view == "held" and notice_line(app).strip() == "", notice_line(app)
-            await pilot.press("r", "down", "p")  # a preview's result is told on the runs view
+            await pilot.press("r", "home", "p")  # a preview (of the session) is told on the runs view
             job = app.screen
             await until(pilot, lambda: job.state == "done", what="the preview")
             await pilot.press("escape")
@@ -636,12 +640,12 @@ def test_a_refresh_keeps_the_selection_on_the_same_run_by_id(world):
         app = world.app()
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
-            await pilot.press("down")
+            await pilot.press("down", "down")  # a3's session and its run, then a2's session
             chosen = app.pager.selected.key
             assert app.pager.selected.data.label == "a2"
             await asyncio.to_thread(world.session, [("get", {"key": "k0"})], "newcomer")
             await until(pilot, lambda: "newcomer" in screen_text(app), what="the new run")
-            assert app.pager.selected.key == chosen and app.pager.cursor == 2
+            assert app.pager.selected.key == chosen and app.pager.cursor == 4  # two rows arrived above
             line = next(ln for ln in screen_text(app).splitlines() if ln.startswith("❯"))
             assert "a2" in line
 
@@ -707,10 +711,10 @@ def test_the_deny_prompt_opens_while_the_journal_is_still_being_read(world, monk
     release, entered = threading.Event(), threading.Event()
     real = data_mod.read_snapshot
 
-    def slow_read(j, open_run=None):
+    def slow_read(j, *args, **kw):
         entered.set()
         release.wait(60)  # a journal that takes its time (a busy machine, a large journal)
-        return real(j, open_run)
+        return real(j, *args, **kw)
 
     async def go():
         app = world.app()

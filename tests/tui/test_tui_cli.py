@@ -35,14 +35,15 @@ def test_piped_output_is_one_plain_frame_with_runs_and_held_calls(tmp_path):
     assert out.returncode == 0, out.stderr
     assert ESC not in out.stdout and ESC not in out.stderr
     text = out.stdout
-    assert text.count("RUNS (newest first)") == 1 and text.count("HELD CALLS") == 1  # one frame
+    assert text.count("SESSIONS (newest first)") == 1 and text.count("HELD CALLS") == 1  # one frame
     lines = text.splitlines()
-    runs = [ln for ln in lines if "-agent" in ln and "action" in ln]
-    assert "second-agent" in runs[0] and newest[:8] in runs[0] and "first-agent" in runs[1]  # newest first
-    assert "2 actions · 1 held" in runs[0]
+    rows = [ln for ln in lines if "action" in ln and ("-agent" in ln or "└" in ln)]
+    # each agent's session, newest first, its run folded in below it
+    assert "second-agent" in rows[0] and newest[:8] in rows[1] and "first-agent" in rows[2]
+    assert "2 actions · 1 held" in rows[0] and "2 actions · 1 held" in rows[1]
     assert f'{held[:8]} run {newest[:8]}  kv.delete {{"key":"k1"}}' in text  # the held call and its arguments
     assert "why: no rule matches this tool" in text  # and its reason
-    assert "2 runs, 0 live · 1 awaiting approval" in lines[0]
+    assert "2 sessions,  2 runs, 0 live · 1 awaiting approval" in lines[0]
 
 
 def test_piped_output_without_a_journal_says_where_it_looks_and_creates_nothing(tmp_path, fake_home):
