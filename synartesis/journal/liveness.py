@@ -16,7 +16,6 @@ not inspect) it is *live*: a live proxy is never taken for dead.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from dataclasses import dataclass
 
@@ -31,7 +30,9 @@ _boot_id: str | None = None
 
 def host_name() -> str:
     """This machine's host name (runs record it: a pid means nothing on another machine)."""
-    return socket.gethostname()
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    return os.environ.get("COMPUTERNAME", "")  # Windows (no socket import on the proxy's start-up path)
 
 
 def _linux_boot_id() -> str:

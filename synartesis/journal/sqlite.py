@@ -67,7 +67,9 @@ class SqliteBackend:
             if not create:
                 raise NoJournalError(f"there is no journal at {p}; it is created by the first proxy that runs (or pass --journal)")
             try:
-                _make_private_dirs(p.parent)
+                if not p.parent.exists():  # ours: 0700 whatever the umask; an existing one is left as it is
+                    from synartesis.fsops import ensure_private_dir  # only here: not on every start
+                    ensure_private_dir(p.parent)
                 fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o600)
                 os.close(fd)
                 os.chmod(p, 0o600)
@@ -207,23 +209,6 @@ def _storable(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
-
-
-def _make_private_dirs(folder: Path) -> None:
-    """Create ``folder`` and any missing parents, each 0700 whatever the umask."""
-    missing = []
-    d = folder
-    while not d.exists():
-        missing.append(d)
-        if d.parent == d:
-            break
-        d = d.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        os.chmod(d, 0o700)
 
 
 def _tighten(p: Path) -> list[str]:
