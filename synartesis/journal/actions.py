@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from synartesis.canonical import call_key, sha256_hex
+from synartesis.canonical import call_key, canonical, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.chain import ChainMixin, chain_texts, event_body
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
@@ -105,9 +105,10 @@ class ActionsMixin(ChainMixin):
                         "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,))[0]
                 gseq += 1
                 args, result = it["args"], it.get("result")
+                key, args_ref = self._key_and_ref(it["server"], it["tool"], args)
                 row = ActionRow(
                     id=new_id(), run_id=run_id, seq=seq, server=it["server"], tool=it["tool"], cls="readonly",
-                    rule=it.get("rule"), call_key=call_key(it["server"], it["tool"], args), args_ref=self.put_json(args),
+                    rule=it.get("rule"), call_key=key, args_ref=args_ref,
                     prior=None, snapshot_ref=None, result_ref=self._put_opt(result), inverse_ref=None, verify_ref=None,
                     post_ref=None, status=it["status"], note=it.get("note"), decided_by=None, decided_at=None,
                     decision_note=None, used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts,
@@ -123,6 +124,15 @@ class ActionsMixin(ChainMixin):
                                 "VALUES (?,?,NULL,?,'action.record',?,?,?)", events)
             self.db.executemany("UPDATE runs SET head = ? WHERE id = ?", [(h, r) for r, h in heads.items()])
             self._tx_heads.update(heads)
+
+    def _key_and_ref(self, server: str, tool: str, args: Any) -> tuple[str, str]:
+        """(call_key, args_ref) with the arguments serialised once when they are small (no
+        string in them can be a blob, so the ref is their canonical text inline)."""
+        text = canonical(args)
+        if len(text) < 1024 and "$synartesis." not in text and text.isascii():
+            whole = f"[{canonical(server)},{canonical(tool)},{text}]"
+            return sha256_hex(whole.encode("utf-8")), "=" + text
+        return call_key(server, tool, args), self.put_json(args)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
              **cols: Any) -> bool:
