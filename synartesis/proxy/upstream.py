@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 from synartesis import __version__
 from synartesis.errors import UpstreamError
 from synartesis.proxy.spawn import popen_server, resolve_command
+from synartesis.proxy.transport import RequestFailed
 
 __all__ = [
     "Child",
@@ -45,27 +46,6 @@ __all__ = [
 PROTOCOL_VERSION = "2025-06-18"
 _STDERR_TAIL = 20
 _DRAIN_ABOVE = 1 << 20
-
-
-class RequestFailed(UpstreamError):
-    """One of our own requests did not get a result.
-
-    Attributes:
-        kind: ``"error"`` (the server answered with a JSON-RPC error; ``error`` holds it),
-            ``"timeout"`` (sent, no answer in time: outcome unknown), ``"closed"`` (the child
-            went away after the request was written: outcome unknown) or ``"unsent"``
-            (the request could not be written: it certainly did not happen).
-    """
-
-    def __init__(self, message: str, kind: str, error: dict | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.error = error
-
-    @property
-    def maybe_applied(self) -> bool:
-        """True when the request may have reached the server (timeout or disconnect)."""
-        return self.kind in ("timeout", "closed")
 
 
 class LineSplitter:
