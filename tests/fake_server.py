@@ -2,7 +2,8 @@
 a server that crashes mid-call, one that is slow, one whose inverse fails.
 
 State is a JSON object in ``--state FILE`` (rewritten after every write, sorted keys).
-Tools: ``get {key}``, ``put {key, value}``, ``slow_put {key, value, delay}``, ``delete {key}``.
+Tools: ``get {key}``, ``put {key, value}``, ``slow_put {key, value, delay}``, ``delete {key}``,
+``hang {…}`` (reads the call and never answers, like a server stuck mid-call).
 Environment knobs:
 - ``FAKE_CRASH_ON_CALL=N``: exit(3) when the N-th tools/call arrives (before answering;
   with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
@@ -26,13 +27,14 @@ TOOLS = [
     {"name": "env", "description": "Read an environment variable of the server process", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
      "annotations": {"readOnlyHint": True}},
     {"name": "delete", "description": "Delete a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}},
+    {"name": "hang", "description": "Never answer", "inputSchema": {"type": "object"}},
 ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--state", required=True)
-    opts = ap.parse_args()
+    opts, _ = ap.parse_known_args()  # extra arguments are ignored (tests put tokens there)
     state: dict = {}
     if os.path.exists(opts.state):
         with open(opts.state, encoding="utf-8") as f:
@@ -80,6 +82,8 @@ def main() -> None:
             args = msg["params"].get("arguments") or {}
             if crash_on and calls == crash_on and not crash_after_apply:
                 os._exit(3)
+            if name == "hang":
+                continue
             if name == "env":
                 result(mid, {"name": args.get("name"), "value": os.environ.get(str(args.get("name")))})
                 continue

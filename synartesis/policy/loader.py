@@ -325,15 +325,18 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
 def _post_state(loc: _Located, value: Any, path: tuple, snapshot: CallTemplate | None,
                 verify: CallTemplate | None) -> Any:
     """``post_state``: what the rule's read (its snapshot or verify) returns right after the
-    call, as a template over ``$.`` and ``$result.`` (e.g. ``{content: "$.content"}`` for a
+    call, as a template over ``$.``, ``$result.`` and (with a snapshot) ``$snapshot.`` (e.g.
+    ``{content: "$.content"}`` for a
     ``write_file``); the proxy stores it instead of reading back (marked "declared")."""
     if snapshot is None and verify is None:
         raise loc.error(path, "post_state replaces the read after the call, so the rule needs a snapshot or a verify read")
     if value is None or (isinstance(value, str) and not value.strip()):
         raise loc.error(path, "post_state must be a reference such as \"$.content\" or a mapping of them")
+    allowed = ("args", "result", "snapshot") if snapshot is not None else ("args", "result")
     for ref, ns, where in _refs(loc, value, path):
-        if ns not in ("args", "result"):
-            raise loc.error(where, f"{ref} uses ${ns}, which is not available here; allowed: $., $result.")
+        if ns not in allowed:
+            raise loc.error(where, f"{ref} uses ${ns}, which is not available here; allowed: "
+                            + ", ".join({"args": "$.", "result": "$result.", "snapshot": "$snapshot."}[n] for n in allowed))
     return value
 
 

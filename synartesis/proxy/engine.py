@@ -39,7 +39,7 @@ from typing import Any
 from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
-from synartesis.proxy.framing import INVALID, LargeFrame, parse
+from synartesis.proxy.framing import INVALID, LargeFrame, dump, parse
 from synartesis.proxy.pipeline import (
     CallContext,
     ReadOutcome,
@@ -100,15 +100,6 @@ def id_key(value: Any) -> str:
         except OverflowError:
             return "n:" + str(value)
     return json.dumps(value, sort_keys=True)
-
-
-def dump(msg: Any) -> bytes:
-    """A message as compact JSON bytes; lone surrogates escaped, so the frame is valid UTF-8."""
-    text = json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(msg, separators=(",", ":")).encode("ascii")
 
 
 class Engine:
@@ -309,8 +300,7 @@ class Engine:
         timeout = None if ctx.deadline is None else ctx.deadline - time.monotonic()
         got = ctx.waiter.acquire(True, -1 if timeout is None else max(0.0, timeout))
         if not got:
-            if self._claim(ctx):
-                self._time_out(ctx)
+            if self._claim(ctx):  # the pipeline journals it, then calls report_timeout
                 raise RequestFailed(f"no answer within {self.call_timeout:g} s (--call-timeout)", "timeout")
             ctx.waiter.acquire()  # it settled just now
         if ctx.failure is not None:
@@ -591,7 +581,7 @@ class Engine:
             else:
                 self.record_read({**ctx.read, "answer": answer})
 
-    def _time_out(self, ctx: CallContext) -> None:
+    def report_timeout(self, ctx: CallContext) -> None:
         """Tell the agent a call timed out (outcome unknown) and ask the server to stop it."""
         params = ctx.msg.get("params") if isinstance(ctx.msg.get("params"), dict) else {}
         name = params.get("name")
@@ -610,9 +600,9 @@ class Engine:
         """The call timer (run by the journal thread): plain reads past their deadline."""
         for ctx in list(self._inflight.values()):
             if ctx.read is not None and ctx.deadline is not None and now >= ctx.deadline and self._claim(ctx):
-                self._time_out(ctx)
                 self.record_read({**ctx.read, "status": "unknown",
                                   "note": f"outcome unknown: no answer within {self.call_timeout:g} s (--call-timeout)"})
+                self.report_timeout(ctx)
 
     # -- the lane -----------------------------------------------------------------------
     def _enqueue(self, item: Any) -> None:

@@ -21,8 +21,8 @@ import os
 import re
 from typing import Any
 
-__all__ = ["INVALID", "LARGE", "LargeFrame", "LineSplitter", "parse", "parse_lenient", "parse_lenient_small",
-           "write_frame"]
+__all__ = ["INVALID", "LARGE", "LargeFrame", "LineSplitter", "dump", "parse", "parse_lenient",
+           "parse_lenient_small", "write_frame"]
 
 #: frames above this many bytes are routed by their envelope and parsed only on demand
 LARGE = 1 << 20
@@ -69,6 +69,16 @@ class LineSplitter:
         """What is left after EOF (a final frame without a newline), and forget it."""
         rest, self._buf = self._buf, None
         return bytes(rest) if rest else b""
+
+
+def dump(msg: Any) -> bytes:
+    """A message as a compact JSON frame. Valid UTF-8 always: a lone surrogate (which
+    ``surrogatepass`` would turn into bytes no peer can decode) is sent as its ``\\u`` escape."""
+    text = json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(msg, separators=(",", ":")).encode("ascii")
 
 
 def write_frame(fd: int, line: Any) -> None:
@@ -227,6 +237,27 @@ def _back_string_start(buf: Any, close: int, floor: int) -> int:
         i = q
 
 
+def _back_container_start(buf: Any, close: int, floor: int, budget: int) -> int:
+    """``buf[close]`` closes a container; the index of the bracket that opens it, found going
+    backwards within ``budget`` bytes (:class:`_TooBig` beyond)."""
+    depth = 0
+    i = close
+    stop = max(floor, close - budget)
+    while i >= stop:
+        c = buf[i]
+        if c == _QUOTE:
+            i = _back_string_start(buf, i, floor) - 1
+            continue
+        if c in _CLOSE:
+            depth += 1
+        elif c in _OPEN:
+            depth -= 1
+            if depth == 0:
+                return i
+        i -= 1
+    raise _TooBig
+
+
 def _members(buf: Any, start: int = 0, stop: int | None = None,
              strict: bool = True) -> dict[str, tuple[int, int]] | None:
     """Top-level members of the object in ``buf[start:stop]``: ``{key: (value_start, value_end)}``.
@@ -277,14 +308,17 @@ def _members(buf: Any, start: int = 0, stop: int | None = None,
         if e <= big_start:
             raise _Skip("malformed object")
         c = buf[e]
-        if c in _CLOSE:  # the value gone round ends here
-            pairs = {0x7D: 0x7B, 0x5D: 0x5B}
-            if strict and buf[big_start] != pairs[c]:
-                raise _Skip("mismatched container")
-            members[big_key] = (big_start, e + 1)
-            members.update(tail)
-            return members
-        if c == _QUOTE:
+        if c in _CLOSE:
+            try:  # a small container (an error object, an odd id) is read from the back too
+                vs = _back_container_start(buf, e, big_start + 1, 1 << 16)
+            except _TooBig:  # the value gone round ends here
+                pairs = {0x7D: 0x7B, 0x5D: 0x5B}
+                if strict and buf[big_start] != pairs[c]:
+                    raise _Skip("mismatched container") from None
+                members[big_key] = (big_start, e + 1)
+                members.update(tail)
+                return members
+        elif c == _QUOTE:
             vs = _back_string_start(buf, e, big_start + 1)
         else:
             vs = e

@@ -24,8 +24,8 @@ from typing import Any
 from synartesis import __version__
 from synartesis.log import log
 from synartesis.policy.model import Policy
-from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, dump, id_key
-from synartesis.proxy.framing import INVALID, LargeFrame, parse
+from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
+from synartesis.proxy.framing import INVALID, LargeFrame, dump, parse
 from synartesis.proxy.pipeline import CallContext, ReadOutcome, run_read_sync
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed, Upstream

@@ -112,6 +112,7 @@ class CallHost(Protocol):
     def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None: ...
     def forward(self, ctx: CallContext, *, wait: bool) -> bool: ...
     def await_answer(self, ctx: CallContext) -> Any: ...
+    def report_timeout(self, ctx: CallContext) -> None: ...
     def read(self, read: dict) -> ReadOutcome: ...
     def record_read(self, item: dict) -> None: ...
 
@@ -499,8 +500,12 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
     try:
         msg = host.await_answer(ctx)
     except RequestFailed as exc:
-        j.mark_unknown(action_id, f"outcome unknown: {exc.message}")
-        log("warn", "outcome unknown", action=action_id, reason=exc.message)
+        try:
+            j.mark_unknown(action_id, f"outcome unknown: {exc.message}")
+            log("warn", "outcome unknown", action=action_id, reason=exc.message)
+        finally:
+            if exc.kind == "timeout":
+                host.report_timeout(ctx)  # journalled first: what the agent is told is on record
         return
     if msg is None:  # cancelled by the client after it was sent
         j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")

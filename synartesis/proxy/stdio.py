@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import _thread
 import collections
-import json
 import os
 import signal
 import subprocess
@@ -29,7 +28,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from synartesis.proxy.framing import LargeFrame, LineSplitter, parse_lenient, write_frame
+from synartesis.proxy.framing import LargeFrame, LineSplitter, dump, parse_lenient, write_frame
 from synartesis.proxy.spawn import popen_server
 from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds
 
@@ -220,7 +219,7 @@ class StdioUpstream:
         waiting = PendingRequest(method, callback)
         self._pending[mid] = waiting
         try:
-            self.send(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+            self.send(dump(body))
         except RequestFailed:
             self._pending.pop(mid, None)
             raise
@@ -268,7 +267,7 @@ class StdioUpstream:
         body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             body["params"] = params
-        self.send(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+        self.send(dump(body))
 
     # -- messages for people -------------------------------------------------------------
     def stderr_tail(self, n: int = 4) -> list[str]:
