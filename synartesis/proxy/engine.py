@@ -34,23 +34,18 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
+from synartesis.proxy.call import CallContext, is_plain_read, tool_result
 from synartesis.proxy.framing import INVALID, LargeFrame, dump, parse
-from synartesis.proxy.pipeline import (
-    CallContext,
-    ReadOutcome,
-    handle_call,
-    is_plain_read,
-    read_record,
-    run_read_sync,
-    tool_result,
-)
-from synartesis.proxy.recorder import JournalThread
 from synartesis.proxy.transport import RequestFailed, Upstream
+
+if TYPE_CHECKING:
+    from synartesis.proxy.pipeline import ReadOutcome
+    from synartesis.proxy.recorder import JournalThread
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "id_key"]
 
@@ -197,6 +192,8 @@ class Engine:
                     tick_every = None
                     if self.call_timeout:
                         tick_every = max(0.05, min(1.0, self.call_timeout / 4))
+                    from synartesis.proxy.pipeline import read_record
+                    from synartesis.proxy.recorder import JournalThread
                     self._recorder = JournalThread(self.journal_path, prepare=read_record, tick=self.expire,
                                                    tick_every=tick_every)
         return self._recorder
@@ -309,6 +306,7 @@ class Engine:
 
     def read(self, read: dict) -> ReadOutcome:
         """Run one of our reads (pre-read, post-read) on the server."""
+        from synartesis.proxy.pipeline import ReadOutcome, run_read_sync
         if read["server"] != self.server:
             return ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
         return run_read_sync(self.upstream.request, read, timeout=self.options.read_timeout,
@@ -425,7 +423,7 @@ class Engine:
             idle = self._lane_count == 0
         if idle and self._plain_read(ctx.msg):
             try:  # nothing ahead of it, nothing to capture: no lane hop
-                handle_call(self, ctx)
+                _handle_call(self, ctx)
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(ctx, exc)
             return
@@ -619,7 +617,7 @@ class Engine:
                 if isinstance(item, CallContext):
                     self._queued.pop(item.id_key, None)
                     if not item.cancelled:
-                        handle_call(self, item)
+                        _handle_call(self, item)
                 else:
                     item()
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
@@ -696,6 +694,13 @@ class Engine:
             log("error", "could not close the run", error=str(exc))
         finally:
             self.journal.close()
+
+
+def _handle_call(host: Engine, ctx: CallContext) -> None:
+    """The pipeline, imported at the first tools/call (it and the policy references, the SQL
+    gate and canonical JSON are not needed to relay a handshake)."""
+    from synartesis.proxy.pipeline import handle_call
+    handle_call(host, ctx)
 
 
 def _is_modern(msg: Any) -> bool:

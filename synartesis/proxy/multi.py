@@ -24,9 +24,10 @@ from typing import Any
 from synartesis import __version__
 from synartesis.log import log
 from synartesis.policy.model import Policy
+from synartesis.proxy.call import CallContext
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
 from synartesis.proxy.framing import INVALID, LargeFrame, dump, parse
-from synartesis.proxy.pipeline import CallContext, ReadOutcome, run_read_sync
+from synartesis.proxy.pipeline import ReadOutcome, run_read_sync
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed, Upstream
 

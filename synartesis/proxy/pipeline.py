@@ -33,6 +33,7 @@ from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
 from synartesis.policy.refs import RefError, resolve_template
 from synartesis.policy.sqlgate import should_gate
+from synartesis.proxy.call import CallContext, is_plain_read, tool_result
 from synartesis.proxy.framing import LargeFrame
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed
@@ -45,33 +46,6 @@ IRREVERSIBLE = "this action cannot be undone"
 READ_RESULT_WHOLE = 1024
 #: the note on an action whose post-state came from the policy's ``post_state``, not a read
 DECLARED_NOTE = "post-state declared by the policy (post_state), not read back"
-
-
-class CallContext:
-    """One client ``tools/call`` request as it moves through the engine and the pipeline.
-
-    ``line`` is the original frame, ``msg`` its parsed value, ``id_key`` its id as a map key.
-    The engine fills ``answer`` (the server's response message, or None when the client
-    cancelled) and ``failure`` (a :class:`RequestFailed`) when the call settles.
-    """
-
-    __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "id_key", "line",
-                 "msg", "read", "settled", "timed_out", "waiter")
-
-    def __init__(self, line: Any, msg: dict, id_key: str) -> None:
-        self.line = line
-        self.msg = msg
-        self.id_key = id_key
-        self.forwarded = False
-        self.cancelled = False
-        self.action_id: str | None = None
-        self.read: dict | None = None  # a plain read's journal record, completed on its answer
-        self.waiter: Any = None  # a held lock the lane waits on (released when it settles)
-        self.answer: Any = None
-        self.failure: RequestFailed | None = None
-        self.deadline: float | None = None
-        self.settled = False
-        self.timed_out = False
 
 
 class ReadOutcome:
@@ -290,19 +264,6 @@ def touches_own_files(args: Any, protected: list[str]) -> str | None:
                     if real == base or real.startswith(base + os.sep):
                         return f"it names {value}, inside synartesis's own files ({p})"
     return None
-
-
-def tool_result(text: str, modern: bool) -> dict:
-    """A CallToolResult with ``isError: true`` that the model can read and relay."""
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
-    if modern:
-        result["resultType"] = "complete"
-    return result
-
-
-def is_plain_read(rule: Rule) -> bool:
-    """A readonly rule with nothing to read before or after it and no gate."""
-    return rule.cls == "readonly" and rule.snapshot is None and rule.verify is None and rule.gate == "never"
 
 
 def lone_surrogate(line: Any, value: Any) -> bool:
