@@ -43,6 +43,7 @@ ACTION_STATUSES = ("pending", "unknown", "gated", "approved", "denied", "applied
                    "rolling_back", "rolled_back", "unrecoverable")
 APPROVAL_TTL_S = 3600
 _BLOB_MIN = 1024
+_ASK_FIRST = 16 * 1024  # smaller blobs are compressed and INSERT OR IGNOREd without a SELECT first
 _INLINE_MAX = 2048
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
@@ -233,6 +234,12 @@ class Journal:
         self.path = path
         self.conn = conn
         self._seq_sources: dict[str, Any] = {}
+        # What this connection last wrote, to skip statements: each run's chain head (checked by
+        # a conditional UPDATE, so another writer is noticed) and the payloads its committed
+        # rows reference (an active run's payloads are never collected; prune forgets them).
+        self._heads: dict[str, str] = {}
+        self._known_blobs: set[str] = set()
+        self._tx_blobs: list[str] = []
 
     def own_run(self, run_id: str, next_seq: Any) -> None:
         """Let the process that owns ``run_id`` (its proxy) number its actions itself.
@@ -324,16 +331,20 @@ class Journal:
         self.close()
 
     class _Tx:
-        def __init__(self, conn: sqlite3.Connection) -> None:
-            self.conn = conn
+        def __init__(self, journal: "Journal") -> None:
+            self.journal = journal
+            self.conn = journal.conn
 
         def __enter__(self) -> sqlite3.Connection:
+            self.journal._tx_blobs.clear()
             self.conn.execute("BEGIN IMMEDIATE")
             return self.conn
 
         def __exit__(self, typ: Any, exc: Any, tb: Any) -> None:
+            blobs, self.journal._tx_blobs = self.journal._tx_blobs, []
             if typ is None:
                 self.conn.execute("COMMIT")
+                self.journal._known_blobs.update(blobs)  # only what is on disk now
             else:
                 try:
                     self.conn.execute("ROLLBACK")
@@ -341,7 +352,7 @@ class Journal:
                     pass
 
     def _tx(self) -> "Journal._Tx":
-        return Journal._Tx(self.conn)
+        return Journal._Tx(self)
 
     def _guard(self, op: str) -> "_Guard":
         return _Guard(op, self.path)
@@ -349,8 +360,11 @@ class Journal:
     # -- payloads ------------------------------------------------------------------------
     def _put_blob(self, data: bytes) -> str:
         digest = sha256_hex(data)
-        if self.conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone():
+        self._tx_blobs.append(digest)
+        if digest in self._known_blobs:
             return digest
+        if len(data) > _ASK_FIRST and self.conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone():
+            return digest  # already stored: spare the compression
         codec, stored = "raw", data
         if len(data) > 128:
             packed = zlib.compress(data, 6)
@@ -424,16 +438,25 @@ class Journal:
     # -- events --------------------------------------------------------------------------
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
                undo_id: str | None = None) -> None:
-        prev_row = self.conn.execute("SELECT head FROM runs WHERE id = ?", (run_id,)).fetchone()
-        prev = prev_row[0] if prev_row else ""
         at = now_iso()
         hashed, data_text = _chain_texts(data)
-        digest = sha256_hex((prev + "\n" + _event_body(run_id, action_id, undo_id, at, kind, hashed))
-                            .encode("utf-8", "surrogatepass"))
+        body = _event_body(run_id, action_id, undo_id, at, kind, hashed)
+        prev = self._heads.get(run_id)
+        digest = ""
+        if prev is not None:  # this connection wrote the head last, unless the UPDATE says otherwise
+            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+            if self.conn.execute("UPDATE runs SET head = ? WHERE id = ? AND head = ?",
+                                 (digest, run_id, prev)).rowcount != 1:
+                prev = None
+        if prev is None:
+            prev_row = self.conn.execute("SELECT head FROM runs WHERE id = ?", (run_id,)).fetchone()
+            prev = prev_row[0] if prev_row else ""
+            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+            self.conn.execute("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
         self.conn.execute("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
                           "VALUES (?,?,?,?,?,?,?,?)",
                           (run_id, action_id, undo_id, at, kind, data_text, prev, digest))
-        self.conn.execute("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
+        self._heads[run_id] = digest
 
     def _action_event(self, action_id: str, kind: str) -> None:
         row = self.conn.execute(f"SELECT {_ACTION_COLS} FROM actions WHERE id = ?", (action_id,)).fetchone()
@@ -584,6 +607,7 @@ class Journal:
                     if found is None:
                         continue  # the run is gone (pruned): nothing to attach the read to
                     prev = found[0]
+                    heads[run_id] = prev
                 seq = it.get("seq")
                 if seq is None:
                     source = self._seq_sources.get(run_id)
@@ -605,6 +629,7 @@ class Journal:
             self.conn.executemany("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
                                   "VALUES (?,?,NULL,?,'action.record',?,?,?)", events)
             self.conn.executemany("UPDATE runs SET head = ? WHERE id = ?", [(h, r) for r, h in heads.items()])
+            self._heads.update(heads)
 
     def _key_and_ref(self, server: str, tool: str, args: Any) -> tuple[str, str]:
         """(call_key, args_ref) with the arguments serialised once when they are small (no
@@ -965,6 +990,7 @@ class Journal:
 
         Returns the number of runs deleted. Callers check :meth:`prunable` first.
         """
+        self._known_blobs.clear()
         with self._guard("prune"):
             with self._tx():
                 for rid in run_ids:
