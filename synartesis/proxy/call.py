@@ -4,9 +4,10 @@ needs before it loads the pipeline (:mod:`synartesis.proxy.pipeline` is imported
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-__all__ = ["CallContext", "is_plain_read", "tool_result"]
+__all__ = ["SURROGATE_REFUSAL", "CallContext", "is_plain_read", "lone_surrogate", "tool_result"]
 
 
 class CallContext:
@@ -47,3 +48,25 @@ def tool_result(text: str, modern: bool) -> dict:
     if modern:
         result["resultType"] = "complete"
     return result
+
+
+def lone_surrogate(line: Any, value: Any) -> bool:
+    """True when ``value`` (parsed from frame ``line``) holds a lone UTF-16 surrogate.
+
+    JSON can carry one only as a ``\\uD800``-``\\uDFFF`` escape, so frames without ``\\ud``/``\\uD``
+    are passed at memchr speed; the rest are checked exactly.
+    """
+    if b"\\ud" not in line and b"\\uD" not in line:
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+SURROGATE_REFUSAL = (
+    "Synartesis did not send this call: its tool name or arguments hold a lone UTF-16 surrogate "
+    "(a \\ud800-\\udfff escape that is not part of a pair), which is not Unicode text. Servers decode "
+    "it differently (most replace it with U+FFFD), so what the call would do could not be recorded "
+    "or undone faithfully. Send valid text instead.")

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
-from synartesis.proxy.call import CallContext, is_plain_read, tool_result
-from synartesis.proxy.framing import INVALID, LargeFrame, dump, parse
+from synartesis.proxy.call import CallContext, is_plain_read, lone_surrogate, tool_result
+from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 if TYPE_CHECKING:
@@ -287,6 +287,15 @@ class Engine:
             self._journal_thread()  # its timer watches this read's deadline
         return True
 
+    def forward_read(self, ctx: CallContext, run_id: str, server: str, tool: str, rule: str | None,
+                     args: Any) -> None:
+        """Forward a plain read; it is journalled (numbered now) when its answer has gone to the
+        client, or as ``unknown`` if none comes."""
+        ctx.read = {"run": run_id, "server": server, "tool": tool, "rule": rule, "args": args, "seq": self.next_seq()}
+        if not self.forward(ctx, wait=False):
+            self.record_read({**ctx.read, "status": "failed", "note": f"{server} is not running, so the call was never sent"})
+            self.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
+
     def await_answer(self, ctx: CallContext) -> Any:
         """The answer to a forwarded call (None when the client cancelled it).
 
@@ -421,12 +430,19 @@ class Engine:
     def _client_call(self, ctx: CallContext) -> None:
         with self._lane_cond:
             idle = self._lane_count == 0
-        if idle and self._plain_read(ctx.msg):
-            try:  # nothing ahead of it, nothing to capture: no lane hop
-                _handle_call(self, ctx)
-            except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
-                self._internal_error(ctx, exc)
-            return
+        if idle:
+            plain = self._plain_read(ctx)
+            if plain is not None:
+                # nothing ahead of it, nothing to capture: forwarded from here, no lane hop and
+                # no pipeline (the policy said all there is to say: a readonly rule, no pins)
+                try:
+                    self.forward_read(ctx, self.ensure_run(), *plain)
+                except JournalError as exc:
+                    log("error", "journal failed; the call was not sent", error=str(exc))
+                    self.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+                except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
+                    self._internal_error(ctx, exc)
+                return
         self._queued[ctx.id_key] = ctx
         self._enqueue(ctx)
 
@@ -474,19 +490,26 @@ class Engine:
         except RequestFailed:
             pass
 
-    def _plain_read(self, msg: dict) -> bool:
-        """A call whose rule is readonly with nothing to read before or after it, and no pins."""
-        params = msg.get("params")
+    def _plain_read(self, ctx: CallContext) -> tuple | None:
+        """``(server, tool, rule name, args)`` of a call whose rule is readonly with nothing to
+        read before or after it, on an unpinned server, with valid text; else None (the
+        pipeline decides)."""
+        params = ctx.msg.get("params")
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
-            return False
+            return None
         try:
             server, tool = self.route(params["name"])
         except LookupError:
-            return False
+            return None
         spec = self.policy.servers.get(server) if self.policy else None
         if spec is None or spec.pins:
-            return False
-        return is_plain_read(self.policy_rule(server, tool, params.get("arguments") or {}))
+            return None
+        args = params.get("arguments")
+        args = {} if args is None else args
+        rule = self.policy_rule(server, tool, args)
+        if not is_plain_read(rule) or lone_surrogate(ctx.line, params):
+            return None
+        return server, tool, rule.match if rule.matched else None, args
 
     # -- server → client ----------------------------------------------------------------
     def on_server_message(self, line: Any, msg: Any) -> None:
@@ -494,7 +517,7 @@ class Engine:
         if isinstance(msg, dict):
             is_answer = "method" not in msg and "id" in msg
             mid = msg.get("id") if is_answer else None
-        elif isinstance(msg, LargeFrame):
+        elif isinstance(msg, LazyFrame):
             is_answer = "method" not in msg and "id" in msg
             mid = msg.member("id") if is_answer else None
         else:
@@ -517,7 +540,7 @@ class Engine:
             if key in self._list_ids:
                 self._list_ids.discard(key)
                 self.send_to_client(line)
-                self._observe_tools(msg.parse() if isinstance(msg, LargeFrame) else msg)
+                self._observe_tools(msg.parse() if isinstance(msg, LazyFrame) else msg)
                 return
         self.send_to_client(line)
 
@@ -530,7 +553,7 @@ class Engine:
         self._stop.set()
 
     def _with_instructions(self, line: Any, msg: Any) -> Any:
-        if isinstance(msg, LargeFrame):
+        if isinstance(msg, LazyFrame):
             msg = msg.parse()
         result = msg.get("result") if isinstance(msg, dict) else None
         if not isinstance(result, dict):

@@ -5,13 +5,14 @@
   reads as the ``bytearray`` it was gathered in (never copied once more: a 50 MB answer is
   held once).
 - :func:`parse` is how every frame is read: strict UTF-8 JSON, or ``None``.
-- :class:`LargeFrame` stands in for the parsed value of a frame too large to parse on a byte
-  pump (over :data:`LARGE` bytes): its envelope (``id``, ``method``, whether it is an error)
-  is found by skipping over the values with regular expressions, without building them; the
-  whole value is parsed only when someone needs it (:meth:`LargeFrame.parse`), and a result's
-  size, SHA-256 and preview come straight from its bytes (:meth:`LargeFrame.result_digest`).
-  Parsing a 50 MB line costs about 150 MB (the decoded text plus its strings); skipping costs
-  nothing but the line.
+- :class:`LazyFrame` stands in for the parsed value of a server frame that a byte pump should
+  not parse: a frame over :data:`LARGE` bytes (its envelope, ``id``, ``method``, whether it
+  is an error, is found by skipping over the values without building them: parsing a 50 MB
+  line costs about 150 MB, skipping costs nothing but the line), and the everyday answer
+  ``{"result":…,"jsonrpc":"2.0","id":N}`` (TypeScript SDK order) or
+  ``{"jsonrpc":"2.0","id":N,"result":…}`` (Python SDK order), recognised by its two ends. The
+  whole value is parsed only when someone needs it (:meth:`LazyFrame.parse`), and a result's
+  size, SHA-256 and preview come straight from its bytes (:meth:`LazyFrame.result_digest`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import os
 import re
 from typing import Any
 
-__all__ = ["INVALID", "LARGE", "LargeFrame", "LineSplitter", "dump", "parse", "parse_lenient",
+__all__ = ["INVALID", "LARGE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "parse", "parse_lenient",
            "parse_lenient_small", "write_frame"]
 
 #: frames above this many bytes are routed by their envelope and parsed only on demand
 LARGE = 1 << 20
+#: characters of a digested result kept as its preview
+PREVIEW = 200
 
 
 class LineSplitter:
@@ -116,12 +119,45 @@ def parse(line: Any) -> Any:
         return _INVALID
 
 
+_RESULT_FIRST = b'{"result":'
+_ID_LAST = re.compile(rb',"jsonrpc":"2\.0","id":(-?[0-9]+|"[^"\\]*")\}[ \t\r]*')
+_ID_FIRST = re.compile(rb'\{"jsonrpc":"2\.0","id":(-?[0-9]+|"[^"\\]*"),"result":')
+
+
+def answer_frame(line: Any) -> LazyFrame | None:
+    """An everyday answer recognised by its two ends, without parsing it (see the module
+    docstring); None when the frame has another shape.
+
+    Sound for valid JSON: a frame that opens with a ``result`` key is a response, and the last
+    member before the final brace belongs to the outermost object.
+    """
+    if line.startswith(_RESULT_FIRST):
+        cut = line.rfind(b',"jsonrpc":"2.0","id":')
+        if cut < 0:
+            return None
+        m = _ID_LAST.fullmatch(line, cut)
+        if m is None:
+            return None
+        return LazyFrame(line, {"result": (len(_RESULT_FIRST), cut), "jsonrpc": (cut + 12, cut + 17),
+                                "id": m.span(1)})
+    if line.startswith(b'{"jsonrpc":"2.0","id":'):
+        m = _ID_FIRST.match(line)
+        end = len(line.rstrip())
+        if m is None or line[end - 1:end] != b"}":
+            return None
+        return LazyFrame(line, {"jsonrpc": (11, 16), "id": m.span(1), "result": (m.end(), end - 1)})
+    return None
+
+
 def parse_lenient(line: Any) -> Any:
     """A server frame parsed for routing: invalid UTF-8 is replaced (the bytes are forwarded as
-    they are anyway); None when it is not JSON. Frames over :data:`LARGE` give a
-    :class:`LargeFrame` (or None when their envelope is not a JSON object or array)."""
+    they are anyway); None when it is not JSON. Frames over :data:`LARGE` and everyday answers
+    give a :class:`LazyFrame` (large ones None when their envelope is not an object or array)."""
+    lazy = answer_frame(line)
+    if lazy is not None:
+        return lazy
     if len(line) > LARGE:
-        return LargeFrame.scan(line)
+        return LazyFrame.scan(line)
     return parse_lenient_small(line)
 
 
@@ -338,8 +374,8 @@ def _members(buf: Any, start: int = 0, stop: int | None = None,
         p = comma
 
 
-class LargeFrame:
-    """A frame over :data:`LARGE` bytes, routed by its envelope (see the module docstring).
+class LazyFrame:
+    """A frame routed by its envelope and parsed only on demand (see the module docstring).
 
     Attributes:
         line: the frame's bytes.
@@ -355,7 +391,7 @@ class LargeFrame:
         self.is_batch = is_batch
 
     @classmethod
-    def scan(cls, line: Any) -> LargeFrame | None:
+    def scan(cls, line: Any) -> LazyFrame | None:
         """Read the envelope of ``line``; None when it is not a JSON object or array."""
         try:
             members = _members(line)
@@ -386,6 +422,15 @@ class LargeFrame:
         """The whole value (costs what ``json.loads`` costs); None when it does not parse."""
         return parse_lenient_small(self.line)
 
+    def result(self) -> Any:
+        """The parsed ``result`` member alone (None when absent or unreadable)."""
+        return self.member("result")
+
+    def result_size(self) -> int:
+        """The byte length of the ``result`` member (0 when absent)."""
+        span = self.members.get("result")
+        return span[1] - span[0] if span else 0
+
     def result_digest(self) -> dict | None:
         """``{"synartesisDigest", "bytes", "sha256", "preview"}`` of the ``result`` member's own
         bytes (nothing is parsed), plus ``"isError": True`` when the result says so; None
@@ -397,8 +442,13 @@ class LargeFrame:
         view = memoryview(self.line)[span[0]:span[1]]
         out: dict[str, Any] = {"synartesisDigest": True, "bytes": len(view),
                                "sha256": hashlib.sha256(view).hexdigest(),
-                               "preview": bytes(view[:512]).decode("utf-8", "replace")}
-        if self._result_is_error(span):
+                               "preview": bytes(view[:PREVIEW * 4]).decode("utf-8", "replace")[:PREVIEW]}
+        if len(view) <= 1 << 16:  # small enough to parse: json.loads beats walking it here
+            result = self.result()
+            error = isinstance(result, dict) and result.get("isError") is True
+        else:
+            error = self._result_is_error(span)
+        if error:
             out["isError"] = True
         return out
 

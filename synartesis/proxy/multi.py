@@ -26,7 +26,7 @@ from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.call import CallContext
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
-from synartesis.proxy.framing import INVALID, LargeFrame, dump, parse
+from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed, Upstream
@@ -276,7 +276,7 @@ class MultiEngine(Engine):
     # -- servers → client ----------------------------------------------------------------
     def on_child_message(self, server: str, line: Any, msg: Any) -> None:
         """One frame from child ``server`` (on its reader thread)."""
-        if isinstance(msg, LargeFrame):
+        if isinstance(msg, LazyFrame):
             msg = msg.parse()
         if not isinstance(msg, dict):
             return

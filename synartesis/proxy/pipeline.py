@@ -33,8 +33,8 @@ from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
 from synartesis.policy.refs import RefError, resolve_template
 from synartesis.policy.sqlgate import should_gate
-from synartesis.proxy.call import CallContext, is_plain_read, tool_result
-from synartesis.proxy.framing import LargeFrame
+from synartesis.proxy.call import SURROGATE_REFUSAL, CallContext, is_plain_read, lone_surrogate, tool_result
+from synartesis.proxy.framing import PREVIEW, LazyFrame
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed
 
@@ -85,6 +85,8 @@ class CallHost(Protocol):
     def reply_error_result(self, ctx: CallContext, text: str) -> None: ...
     def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None: ...
     def forward(self, ctx: CallContext, *, wait: bool) -> bool: ...
+    def forward_read(self, ctx: CallContext, run_id: str, server: str, tool: str, rule: str | None,
+                     args: Any) -> None: ...
     def await_answer(self, ctx: CallContext) -> Any: ...
     def report_timeout(self, ctx: CallContext) -> None: ...
     def read(self, read: dict) -> ReadOutcome: ...
@@ -197,7 +199,7 @@ def cap_result(result: Any) -> Any:
     import hashlib
     data = text.encode("utf-8", "surrogatepass")
     return {"synartesisDigest": True, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "preview": text[:512]}
+            "preview": text[:PREVIEW]}
 
 
 def read_record(item: dict) -> dict:
@@ -205,14 +207,18 @@ def read_record(item: dict) -> dict:
 
     ``item`` holds ``run, server, tool, rule, args, seq`` and either ``status``/``note`` (it
     never got an answer) or ``answer`` (the server's response: a dict or a
-    :class:`~synartesis.proxy.framing.LargeFrame`, whose result is digested from its bytes).
+    :class:`~synartesis.proxy.framing.LazyFrame`, whose result over 1 KiB is digested from its
+    bytes without being parsed).
     """
     if "answer" not in item:
         return item
     msg = item.pop("answer")
-    if isinstance(msg, LargeFrame):
+    if isinstance(msg, LazyFrame):
         if "error" in msg:
             return {**item, "status": "failed", "note": f"the server answered with an error: {_error_message(msg.member('error'))}"}
+        if msg.result_size() <= READ_RESULT_WHOLE:
+            msg = {"result": msg.result()}
+            return read_record({**item, "answer": msg})
         digest = msg.result_digest() or {}
         if digest.pop("isError", False):
             return {**item, "status": "failed", "note": f"the server refused the call: {digest.get('preview', '')[:500]}",
@@ -264,28 +270,6 @@ def touches_own_files(args: Any, protected: list[str]) -> str | None:
                     if real == base or real.startswith(base + os.sep):
                         return f"it names {value}, inside synartesis's own files ({p})"
     return None
-
-
-def lone_surrogate(line: Any, value: Any) -> bool:
-    """True when ``value`` (parsed from frame ``line``) holds a lone UTF-16 surrogate.
-
-    JSON can carry one only as a ``\\uD800``-``\\uDFFF`` escape, so frames without ``\\ud``/``\\uD``
-    are passed at memchr speed; the rest are checked exactly.
-    """
-    if b"\\ud" not in line and b"\\uD" not in line:
-        return False
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-SURROGATE_REFUSAL = (
-    "Synartesis did not send this call: its tool name or arguments hold a lone UTF-16 surrogate "
-    "(a \\ud800-\\udfff escape that is not part of a pair), which is not Unicode text. Servers decode "
-    "it differently (most replace it with U+FFFD), so what the call would do could not be recorded "
-    "or undone faithfully. Send valid text instead.")
 
 
 def handle_call(host: CallHost, ctx: CallContext) -> None:
@@ -350,11 +334,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             return
     # a plain read is forwarded first and journalled once its answer has gone to the client
     if action is None and rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
-        ctx.read = {"run": run_id, "server": server, "tool": tool, "rule": rule_name, "args": args,
-                    "seq": host.next_seq()}
-        if not host.forward(ctx, wait=False):
-            host.record_read({**ctx.read, "status": "failed", "note": f"{server} is not running, so the call was never sent"})
-            host.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
+        host.forward_read(ctx, run_id, server, tool, rule_name, args)
         return
     approved = wants_gate
     # 5. snapshot (taken before the row is written, so both land in one transaction: a write
@@ -471,7 +451,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
     if msg is None:  # cancelled by the client after it was sent
         j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")
         return
-    if isinstance(msg, LargeFrame):
+    if isinstance(msg, LazyFrame):
         msg = msg.parse()
     if not isinstance(msg, dict):
         j.mark_unknown(action_id, "outcome unknown: the server's answer was not JSON-RPC")

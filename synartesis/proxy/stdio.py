@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from synartesis.proxy.framing import LargeFrame, LineSplitter, dump, parse_lenient, write_frame
+from synartesis.proxy.framing import LazyFrame, LineSplitter, dump, parse_lenient, write_frame
 from synartesis.proxy.spawn import popen_server
 from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds
 
@@ -165,14 +165,14 @@ class StdioUpstream:
         msg = parse_lenient(line)
         if isinstance(msg, dict):
             mid = msg.get("id") if "method" not in msg else None
-        elif isinstance(msg, LargeFrame):
+        elif isinstance(msg, LazyFrame):
             mid = msg.member("id") if "method" not in msg else None
         else:
             mid = None
         if isinstance(mid, str) and self.ids.owns(mid):
             waiting = self._pending.pop(mid, None)
             if waiting is not None:
-                waiting.complete(msg.parse() if isinstance(msg, LargeFrame) else msg)
+                waiting.complete(msg.parse() if isinstance(msg, LazyFrame) else msg)
             return  # an answer to a request we gave up on is not the client's either
         if self._on_message is not None:
             self._on_message(line, msg)

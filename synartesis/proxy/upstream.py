@@ -24,7 +24,7 @@ from typing import Any
 
 from synartesis import __version__
 from synartesis.errors import UpstreamError
-from synartesis.proxy.framing import LargeFrame, LineSplitter
+from synartesis.proxy.framing import LazyFrame, LineSplitter
 from synartesis.proxy.spawn import resolve_command
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed
@@ -99,7 +99,7 @@ class Child:
 
     # -- reading (on the reader thread) ------------------------------------------------------
     def _from_reader(self, line: Any, msg: Any) -> None:
-        if isinstance(msg, LargeFrame):
+        if isinstance(msg, LazyFrame):
             msg = msg.parse()
         if self.on_message is None:
             self._default_handler(msg)

@@ -10,7 +10,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synartesis.proxy.framing import INVALID, LargeFrame, LineSplitter, dump, parse, parse_lenient
+from synartesis.proxy.framing import INVALID, LazyFrame, LineSplitter, dump, parse, parse_lenient
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False)
@@ -48,7 +48,7 @@ def test_the_envelope_of_a_large_frame_agrees_with_json_loads(members, big_at, s
     big = keys[big_at % len(keys)]
     msg[big] = {"content": [{"type": "text", "text": "x\\\"y\n" * 20000}], "nested": {"id": 99, "method": "no"}}
     line = json.dumps(msg, indent=1 if spaced else None).encode()
-    frame = LargeFrame.scan(line)
+    frame = LazyFrame.scan(line)
     assert frame is not None
     assert set(frame.members) == set(msg)
     for key in msg:
@@ -58,9 +58,9 @@ def test_the_envelope_of_a_large_frame_agrees_with_json_loads(members, big_at, s
 
 
 def test_frames_that_are_not_objects_or_arrays_are_not_routed():
-    assert LargeFrame.scan(b'"just a string"') is None
-    assert LargeFrame.scan(b'{"a": 1} trailing') is None
-    assert LargeFrame.scan(b"[1, 2, 3]").is_batch
+    assert LazyFrame.scan(b'"just a string"') is None
+    assert LazyFrame.scan(b'{"a": 1} trailing') is None
+    assert LazyFrame.scan(b"[1, 2, 3]").is_batch
     assert parse_lenient(b"not json") is None
     assert parse(b'{"x": "\xff"}') is INVALID  # client frames: strict UTF-8
     assert parse_lenient(b'{"x": "\xff"}') == {"x": "\ufffd"}  # server frames: routed anyway
@@ -78,7 +78,7 @@ def test_a_read_result_is_digested_from_its_bytes_and_its_error_flag_found_anywh
                          "isError": True}[k]
         line = json.dumps({"result": result, "jsonrpc": "2.0", "id": 7}).encode()
         frame = parse_lenient(line)
-        assert isinstance(frame, LargeFrame) and frame.member("id") == 7
+        assert isinstance(frame, LazyFrame) and frame.member("id") == 7
         digest = frame.result_digest()
         raw = json.dumps(result).encode()
         assert digest["bytes"] == len(raw) and digest["sha256"] == hashlib.sha256(raw).hexdigest()

@@ -80,6 +80,9 @@ def test_proxied_session_is_byte_identical_to_direct(tmp_path, fs_server):
     assert ours.startswith("These tools are guarded by Synartesis")
     if theirs:
         assert ours.endswith(theirs)
+    # the server may or may not answer call 9 after its cancellation (a race in the server, the
+    # same with or without the proxy), so that one answer is left out of the comparison
+    direct, proxied = ([line for line in lines if json.loads(line).get("id") != 9] for lines in (direct, proxied))
     assert len(proxied) == len(direct) >= 10
     for d, p in zip(direct, proxied):
         assert p == d
