@@ -120,8 +120,20 @@ def parse(line: Any) -> Any:
 
 
 _RESULT_FIRST = b'{"result":'
-_ID_LAST = re.compile(rb',"jsonrpc":"2\.0","id":(-?[0-9]+|"[^"\\]*")\}[ \t\r]*')
-_ID_FIRST = re.compile(rb'\{"jsonrpc":"2\.0","id":(-?[0-9]+|"[^"\\]*"),"result":')
+_TAIL = b',"jsonrpc":"2.0","id":'
+_HEAD = b'{"jsonrpc":"2.0","id":'
+
+
+def _plain_id(line: Any, start: int, end: int) -> bool:
+    """``line[start:end]`` is an integer or a string without escapes (a JSON-RPC id as SDKs
+    write them); nothing else is taken without parsing."""
+    token = line[start:end]
+    if not token:
+        return False
+    if token[:1] == b'"':
+        return len(token) >= 2 and token[-1:] == b'"' and b'"' not in token[1:-1] and b"\\" not in token
+    digits = token[1:] if token[:1] == b"-" else token
+    return digits.isdigit()
 
 
 def answer_frame(line: Any) -> LazyFrame | None:
@@ -131,21 +143,22 @@ def answer_frame(line: Any) -> LazyFrame | None:
     Sound for valid JSON: a frame that opens with a ``result`` key is a response, and the last
     member before the final brace belongs to the outermost object.
     """
+    end = len(line)
+    while end and line[end - 1] in _SPACE:
+        end -= 1
+    if end < 2 or line[end - 1] != 0x7D:
+        return None
     if line.startswith(_RESULT_FIRST):
-        cut = line.rfind(b',"jsonrpc":"2.0","id":')
-        if cut < 0:
-            return None
-        m = _ID_LAST.fullmatch(line, cut)
-        if m is None:
+        cut = line.rfind(_TAIL)
+        if cut < 0 or not _plain_id(line, cut + len(_TAIL), end - 1):
             return None
         return LazyFrame(line, {"result": (len(_RESULT_FIRST), cut), "jsonrpc": (cut + 12, cut + 17),
-                                "id": m.span(1)})
-    if line.startswith(b'{"jsonrpc":"2.0","id":'):
-        m = _ID_FIRST.match(line)
-        end = len(line.rstrip())
-        if m is None or line[end - 1:end] != b"}":
+                                "id": (cut + len(_TAIL), end - 1)})
+    if line.startswith(_HEAD):
+        comma = line.find(b',"result":', len(_HEAD))
+        if comma < 0 or not _plain_id(line, len(_HEAD), comma):
             return None
-        return LazyFrame(line, {"jsonrpc": (11, 16), "id": m.span(1), "result": (m.end(), end - 1)})
+        return LazyFrame(line, {"jsonrpc": (11, 16), "id": (len(_HEAD), comma), "result": (comma + 10, end - 1)})
     return None
 
 
@@ -172,10 +185,20 @@ INVALID = _INVALID
 # -- reading an envelope without building the values ------------------------------------
 # Strings are skipped with bytes.find (memchr speed; a file's text has no unescaped quote), and
 # with a possessive regex once a string shows many escaped quotes (JSON inside a text block).
-_WS = re.compile(rb"[ \t\n\r]*")
-_STRING_REST = re.compile(rb'(?:[^"\\]++|\\.)*+"', re.S)
-_SCALAR = re.compile(rb"-?[0-9][0-9.eE+-]*|true|false|null")
-_TO_STRUCT = re.compile(rb'[^"\[\]{}]*')
+class _Patterns:
+    """The envelope reader's regular expressions, compiled when it first runs (not at import:
+    most sessions never see a frame it is needed for)."""
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = {"ws": re.compile(rb"[ \t\n\r]*"),
+                    "string_rest": re.compile(rb'(?:[^"\\]++|\\.)*+"', re.S),
+                    "scalar": re.compile(rb"-?[0-9][0-9.eE+-]*|true|false|null"),
+                    "to_struct": re.compile(rb'[^"\[\]{}]*')}
+        self.__dict__.update(compiled)
+        return compiled[name]
+
+
+_RE = _Patterns()
 _BACKSLASH, _QUOTE = 0x5C, 0x22
 _OPEN, _CLOSE = (0x7B, 0x5B), (0x7D, 0x5D)  # { [   } ]
 _SPACE = (0x20, 0x09, 0x0A, 0x0D)
@@ -210,7 +233,7 @@ def _string_end(buf: Any, pos: int, limit: int | None = None) -> int:
         if escaped > 64:
             if limit is not None:
                 raise _TooBig
-            m = _STRING_REST.match(buf, i)
+            m = _RE.string_rest.match(buf, i)
             if m is None:
                 raise _Skip("unterminated string")
             return m.end()
@@ -240,11 +263,11 @@ def _skip(buf: Any, pos: int, budget: int | None = None) -> int:
                 if depth == 0:
                     return pos
             else:
-                pos = _TO_STRUCT.match(buf, pos, n if limit is None else min(n, limit + 1)).end()
+                pos = _RE.to_struct.match(buf, pos, n if limit is None else min(n, limit + 1)).end()
             if limit is not None and pos > limit:
                 raise _TooBig
         raise _Skip("unterminated container")
-    m = _SCALAR.match(buf, pos)
+    m = _RE.scalar.match(buf, pos)
     if m is None:
         raise _Skip("not a JSON value")
     return m.end()
@@ -306,14 +329,14 @@ def _members(buf: Any, start: int = 0, stop: int | None = None,
     front and the back are certain).
     """
     stop = len(buf) if stop is None else stop
-    pos = _WS.match(buf, start).end()
+    pos = _RE.ws.match(buf, start).end()
     last = _back_ws(buf, stop - 1)
     if pos >= stop or buf[pos] != 0x7B or last <= pos or buf[last] != 0x7D:
         return None
     members: dict[str, tuple[int, int]] = {}
     pos += 1
     while True:
-        pos = _WS.match(buf, pos).end()
+        pos = _RE.ws.match(buf, pos).end()
         c = buf[pos]
         if c == 0x7D:
             if pos != last:
@@ -326,10 +349,10 @@ def _members(buf: Any, start: int = 0, stop: int | None = None,
             raise _Skip("expected a key")
         kend = _string_end(buf, pos)
         key = json.loads(buf[pos:kend])
-        pos = _WS.match(buf, kend).end()
+        pos = _RE.ws.match(buf, kend).end()
         if buf[pos] != 0x3A:  # :
             raise _Skip("expected a colon")
-        vstart = _WS.match(buf, pos + 1).end()
+        vstart = _RE.ws.match(buf, pos + 1).end()
         try:
             vend = _skip(buf, vstart, budget=1 << 16)
         except _TooBig:
@@ -398,7 +421,7 @@ class LazyFrame:
         except (_Skip, ValueError, IndexError, RecursionError):
             return None
         if members is None:
-            start = _WS.match(line, 0).end()
+            start = _RE.ws.match(line, 0).end()
             last = _back_ws(line, len(line) - 1)
             if line[start:start + 1] == b"[" and last > start and line[last] == 0x5D:
                 return cls(line, {}, is_batch=True)
@@ -473,7 +496,7 @@ class LazyFrame:
         try:
             pos, members = span[0] + 1, {}
             while True:
-                pos = _WS.match(line, pos).end()
+                pos = _RE.ws.match(line, pos).end()
                 c = line[pos]
                 if c == 0x7D:
                     break
@@ -482,8 +505,8 @@ class LazyFrame:
                     continue
                 kend = _string_end(line, pos)
                 key = json.loads(line[pos:kend])
-                pos = _WS.match(line, kend).end() + 1
-                pos = _WS.match(line, pos).end()
+                pos = _RE.ws.match(line, kend).end() + 1
+                pos = _RE.ws.match(line, pos).end()
                 end = _skip(line, pos)
                 members[key] = (pos, end)
                 pos = end

@@ -123,9 +123,9 @@ def main(argv: list[str]) -> int:
         # ours. It reads nothing until we relay the client's first frame; if the options or the
         # policy turn out bad it is stopped unheard.
         from synartesis.errors import UpstreamError
-        from synartesis.proxy.spawn import popen_server
+        from synartesis.proxy.spawn import spawn_server
         try:
-            popen = popen_server(command[0], command[1:], capture_stderr=False)
+            popen = spawn_server(command[0], command[1:])
         except UpstreamError as exc:
             return _fail(str(exc), 1)
     from synartesis import log as logmod

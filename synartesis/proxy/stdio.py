@@ -23,7 +23,6 @@ import _thread
 import collections
 import os
 import signal
-import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -71,10 +70,11 @@ class PendingRequest:
 class StdioUpstream:
     """A running MCP server process and its JSON-RPC plumbing (see the module docstring).
 
-    Implements :class:`synartesis.proxy.transport.Upstream`.
+    Implements :class:`synartesis.proxy.transport.Upstream`. ``popen`` is a
+    :class:`subprocess.Popen` or a :class:`synartesis.proxy.spawn.SpawnedServer`.
     """
 
-    def __init__(self, popen: subprocess.Popen, label: str) -> None:
+    def __init__(self, popen: Any, label: str) -> None:
         assert popen.stdin is not None and popen.stdout is not None
         self.popen = popen
         self.label = label
@@ -313,6 +313,7 @@ class StdioUpstream:
         """Shut the child down in order; its exit code (negative: killed by that signal)."""
         if self.exit_code is not None:
             return self.exit_code
+        import subprocess  # not before shutdown: it is not on the start-up path
         stdin_closed = self.close_stdin()
         for sig in (None, signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
             if sig is not None:

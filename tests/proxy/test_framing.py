@@ -88,3 +88,22 @@ def test_a_read_result_is_digested_from_its_bytes_and_its_error_flag_found_anywh
 def test_a_lone_surrogate_is_sent_as_its_escape():
     assert dump({"v": "a\ud800"}) == b'{"v":"a\\ud800"}'
     assert dump({"v": "ζ"}) == '{"v":"ζ"}'.encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.integers(-10**12, 10**12), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)),
+       _json, st.booleans(), st.sampled_from(["result", "error", "method"]))
+def test_an_everyday_answer_is_read_from_its_ends_exactly_as_json_loads_reads_it(mid, value, ts_order, kind):
+    msg = {"result": value, "jsonrpc": "2.0", "id": mid} if ts_order else {"jsonrpc": "2.0", "id": mid, "result": value}
+    if kind != "result":
+        msg = {("error" if kind == "error" else "method"): msg.pop("result"), **msg}
+        if kind == "method":
+            msg["method"] = "x/y"
+    line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+    frame = parse_lenient(line)
+    if isinstance(frame, LazyFrame):
+        assert kind == "result"
+        assert frame.member("id") == mid and frame.result() == json.loads(line)["result"]
+        assert "method" not in frame
+    else:
+        assert frame == json.loads(line)
