@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcpbench import Session, fresh_journal  # noqa: E402
+from mcpbench import Session, argv_of, fresh_journal  # noqa: E402
 
 
 def vm(pid: int, key: str) -> int:
@@ -49,7 +48,7 @@ def main() -> None:
     for spec in args.cmd:
         label, cmd = spec.split("=", 1)
         fresh_journal(args.journal)
-        s = Session(shlex.split(cmd.replace("{journal}", args.journal).replace("{workdir}", args.workdir)))
+        s = Session(argv_of(cmd, args))
         s.initialize()
         before = vm(s.proc.pid, "VmRSS")
         reply = s.call_tool("read_text_file", {"path": path}, timeout=300)

@@ -18,11 +18,10 @@ import argparse
 import json
 import os
 import random
-import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcpbench import Session, fresh_journal, is_tool_error, journal_bytes  # noqa: E402
+from mcpbench import Session, argv_of, fresh_journal, is_tool_error, journal_bytes  # noqa: E402
 
 _WORDS = ("agent undo journal proxy server write edit file record state restore drift policy gate call "
           "answer client review person approve deny prose line text change small large").split()
@@ -59,8 +58,7 @@ def one(label: str, cmd: str, pattern: str, args) -> dict:
     path = os.path.join(args.workdir, f"series-{pattern}.txt")
     with open(path, "w") as f:
         f.write(prose(args.size, 3) if pattern == "fresh" else series("edits", 1, args.size)[0])
-    argv = shlex.split(cmd.replace("{journal}", args.journal).replace("{workdir}", args.workdir))
-    s = Session(argv)
+    s = Session(argv_of(cmd, args))
     s.initialize()
     written = errors = 0
     for content in series(pattern, args.n, args.size):

@@ -25,40 +25,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from synartesis.errors import PolicyError
 from synartesis.policy.model import CallTemplate, Policy, Rule, ServerSpec
+from synartesis.policy.source import decode_policy, read_policy_bytes
 
-__all__ = ["cache_path", "decode_policy", "load_policy_cached", "read_policy_bytes"]
+__all__ = ["cache_path", "load_policy_cached"]
 
 _FORMAT = 1
 _TYPES = {cls.__name__: cls for cls in (Policy, Rule, ServerSpec, CallTemplate)}
-
-
-def read_policy_bytes(path: Path) -> bytes:
-    """The bytes of the policy file at ``path``.
-
-    Raises:
-        PolicyError: missing or unreadable (with what to do about it).
-    """
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise PolicyError(f"there is no policy at {path}; run `synartesis install` or `synartesis init`, "
-                          "or pass --manifest") from None
-    except OSError as exc:
-        raise PolicyError(f"the policy at {path} could not be read: {exc.strerror or exc}") from None
-
-
-def decode_policy(raw: bytes, filename: str) -> str:
-    """Policy bytes as text (UTF-8, an optional BOM dropped).
-
-    Raises:
-        PolicyError: not UTF-8 (names the byte).
-    """
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"the policy is not UTF-8 text (byte {exc.start})", filename) from None
 
 
 def cache_path(policy_path: Path, cache_dir: Path) -> Path:

@@ -25,6 +25,7 @@ from synartesis.policy.model import (
     pattern_regex,
 )
 from synartesis.policy.refs import RefError, references
+from synartesis.policy.source import decode_policy, read_policy_bytes
 
 __all__ = ["load_policy", "parse_policy"]
 
@@ -102,8 +103,6 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
         PolicyError: missing/unreadable file, YAML syntax, schema or cross-field error,
             always with ``FILE:LINE:COL:`` where a position exists.
     """
-    from synartesis.policy.cache import decode_policy, read_policy_bytes  # shared with the cache
-
     p = Path(path)
     return parse_policy(decode_policy(read_policy_bytes(p), str(p)), str(p))
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from synartesis.proxy.framing import LineSplitter, write_frame
+from synartesis.proxy.framing import read_frames, write_frame
 
 __all__ = ["StdioDownstream"]
 
@@ -54,21 +54,8 @@ class StdioDownstream:
         return thread
 
     def _read(self, on_line: Callable[[Any], None], on_eof: Callable[[], None]) -> None:
-        splitter = LineSplitter()
-        fd = self.stdin_fd
         try:
-            while True:
-                try:
-                    data = os.read(fd, 1 << 16)
-                except OSError:
-                    data = b""
-                if not data:
-                    break
-                for line in splitter.feed(data):
-                    on_line(line)
-            rest = splitter.rest()
-            if rest.strip():
-                on_line(rest)
+            read_frames(self.stdin_fd, on_line)
         finally:
             on_eof()
 

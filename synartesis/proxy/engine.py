@@ -670,8 +670,7 @@ class Engine:
     def start(self) -> None:
         """Start the server reader and the lane thread (the downstream is started by serve)."""
         self.upstream.start(self.on_server_message, self.on_server_close)
-        self._lane_thread = threading.Thread(target=self._lane_loop, name="synartesis-lane", daemon=True)
-        self._lane_thread.start()
+        self._start_lane()
 
     def on_client_eof(self) -> None:
         """The client closed our input."""
@@ -699,13 +698,21 @@ class Engine:
         returns the server's exit code (negative: killed by that signal)."""
         code = self.upstream.close(self.options.grace)
         self.on_server_close()
+        self._finish()
+        return code
+
+    def _start_lane(self) -> None:
+        self._lane_thread = threading.Thread(target=self._lane_loop, name="synartesis-lane", daemon=True)
+        self._lane_thread.start()
+
+    def _finish(self) -> None:
+        """After the servers are closed: stop the lane, flush the journal thread, close the run."""
         self._lane.put(None)
         if self._lane_thread is not None:
             self._lane_thread.join(5.0)
         if self._recorder is not None:
             self._recorder.close()
         self._close_run()
-        return code
 
     def _close_run(self) -> None:
         if self.run_id is None:

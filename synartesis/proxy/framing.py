@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 __all__ = ["INVALID", "LARGE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "parse", "parse_lenient",
-           "parse_lenient_small", "write_frame"]
+           "parse_lenient_small", "read_frames", "write_frame"]
 
 #: frames above this many bytes are routed by their envelope and parsed only on demand
 LARGE = 1 << 20
@@ -82,6 +82,24 @@ def dump(msg: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(msg, separators=(",", ":")).encode("ascii")
+
+
+def read_frames(fd: int, on_frame: Any, chunk: int = 1 << 16) -> None:
+    """Read ``fd`` until EOF (or an error), calling ``on_frame(frame)`` for every frame in order,
+    the last one even without its newline."""
+    splitter = LineSplitter()
+    while True:
+        try:
+            data = os.read(fd, chunk)
+        except OSError:
+            break
+        if not data:
+            break
+        for line in splitter.feed(data):
+            on_frame(line)
+    rest = splitter.rest()
+    if rest.strip():
+        on_frame(rest)
 
 
 def write_frame(fd: int, line: Any) -> None:

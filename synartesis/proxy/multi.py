@@ -317,19 +317,13 @@ class MultiEngine(Engine):
             self.upstreams[name] = up
         for name, up in self.upstreams.items():
             up.start(functools.partial(self.on_child_message, name), functools.partial(self.on_child_close, name))
-        self._lane_thread = threading.Thread(target=self._lane_loop, name="synartesis-lane", daemon=True)
-        self._lane_thread.start()
+        self._start_lane()
 
     def shutdown(self) -> int:
         codes = [up.close(self.options.grace) for up in self.upstreams.values()]
         for name in self.upstreams:
             self.on_child_close(name)
-        self._lane.put(None)
-        if self._lane_thread is not None:
-            self._lane_thread.join(5.0)
-        if self._recorder is not None:
-            self._recorder.close()
-        self._close_run()
+        self._finish()
         return max(((c if c >= 0 else 128 - c) for c in codes), default=0)
 
 

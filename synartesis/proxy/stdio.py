@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from synartesis.proxy.framing import LazyFrame, LineSplitter, dump, parse_lenient, write_frame
+from synartesis.proxy.framing import LazyFrame, dump, parse_lenient, read_frames, write_frame
 from synartesis.proxy.spawn import popen_server
 from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds
 
@@ -126,21 +126,8 @@ class StdioUpstream:
                              name=f"synartesis-{self.label}-err", daemon=True).start()
 
     def _read_stdout(self, fd: int) -> None:
-        splitter = LineSplitter()
-        dispatch = self._dispatch
         try:
-            while True:
-                try:
-                    data = os.read(fd, _READ_CHUNK)
-                except OSError:
-                    data = b""
-                if not data:
-                    break
-                for line in splitter.feed(data):
-                    dispatch(line)
-            rest = splitter.rest()
-            if rest.strip():
-                dispatch(rest)
+            read_frames(fd, self._dispatch, _READ_CHUNK)
         finally:
             self._fail_pending("closed", f"{self.label} closed its output")
             self.closed.set()
@@ -148,18 +135,12 @@ class StdioUpstream:
                 self._on_close()
 
     def _read_stderr(self, fd: int) -> None:
-        splitter = LineSplitter()
-        while True:
-            try:
-                data = os.read(fd, _READ_CHUNK)
-            except OSError:
-                return
-            if not data:
-                return
-            for line in splitter.feed(data):
-                text = bytes(line).decode("utf-8", "replace").strip()
-                if text:
-                    self._stderr_tail.append(text[:500])
+        read_frames(fd, self._stderr_line, _READ_CHUNK)
+
+    def _stderr_line(self, line: Any) -> None:
+        text = bytes(line).decode("utf-8", "replace").strip()
+        if text:
+            self._stderr_tail.append(text[:500])
 
     def _dispatch(self, line: Any) -> None:
         msg = parse_lenient(line)

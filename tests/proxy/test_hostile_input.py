@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, open_journal, proxy_argv
+from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, files_proxy, open_journal, proxy_argv
 
 POLICY = FAKE_POLICY + """  - match: "kv.hang"
     class: readonly
@@ -24,11 +24,8 @@ def _kv(tmp_path, state=None, policy=POLICY):
 
 
 def test_a_tools_call_with_null_params_gets_an_answer(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    manifest = tmp_path / "synartesis.yaml"
-    manifest.write_text("version: 1\nservers:\n  files: {}\ntools: []\n")
-    with RawSession(proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])) as s:
+    root, argv = files_proxy(tmp_path, fs_server)
+    with RawSession(argv) as s:
         s.handshake()
         for mid, params in ((1, None), (2, []), (3, {"arguments": {}}), (4, {"name": 7})):
             reply = s.request(mid, "tools/call", params, timeout=10)
@@ -38,13 +35,10 @@ def test_a_tools_call_with_null_params_gets_an_answer(tmp_path, fs_server):
 
 
 def test_a_lone_surrogate_in_a_call_is_refused_clearly_and_nothing_is_sent(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    manifest = tmp_path / "synartesis.yaml"
-    manifest.write_text("version: 1\nservers:\n  files: {}\ntools:\n  - match: \"files.*\"\n    class: reversible\n"
-                        "    inverse: {tool: files.write_file, args: {path: \"$.path\", content: \"\"}}\n")
+    root, argv = files_proxy(tmp_path, fs_server, "version: 1\nservers:\n  files: {}\ntools:\n  - match: \"files.*\"\n"
+                             "    class: reversible\n    inverse: {tool: files.write_file, args: {path: \"$.path\", content: \"\"}}\n")
     target = str(root / "x.txt").encode()
-    with RawSession(proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])) as s:
+    with RawSession(argv) as s:
         s.handshake()
         s.send(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":'
                b'{"path":"' + target + b'","content":"a\\ud800b"}}}')
