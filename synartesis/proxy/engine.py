@@ -266,7 +266,8 @@ class Engine:
         """Send the client's call to the server. ``wait``: the lane will :meth:`await_answer`;
         otherwise (a plain read) the answer is journalled when it has been forwarded.
 
-        Returns False when it could not be written (certainly not applied).
+        Returns False when it could not be written (certainly not applied), or the client
+        cancelled it first (then ``ctx.cancelled`` is set).
         """
         line = self.upstream_line(ctx)
         if wait:
@@ -275,8 +276,12 @@ class Engine:
             ctx.waiter.acquire()
         if self.call_timeout:
             ctx.deadline = time.monotonic() + self.call_timeout
-        ctx.forwarded = True
-        self._inflight[ctx.id_key] = ctx
+        with self._lock:  # a cancel either finds it queued (never sent) or in flight
+            if ctx.cancelled:
+                return False
+            ctx.forwarded = True
+            self._inflight[ctx.id_key] = ctx
+            self._queued.pop(ctx.id_key, None)
         try:
             self.upstream_for(ctx).send(line)
         except RequestFailed:
@@ -293,6 +298,9 @@ class Engine:
         client, or as ``unknown`` if none comes."""
         ctx.read = {"run": run_id, "server": server, "tool": tool, "rule": rule, "args": args, "seq": self.next_seq()}
         if not self.forward(ctx, wait=False):
+            if ctx.cancelled:
+                self.record_read({**ctx.read, "status": "failed", "note": "the client cancelled the call before it was sent"})
+                return
             self.record_read({**ctx.read, "status": "failed", "note": f"{server} is not running, so the call was never sent"})
             self.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
 
@@ -454,10 +462,11 @@ class Engine:
         if rid is None:
             return False
         key = id_key(rid)
-        queued = self._queued.get(key)
-        if queued is not None and not queued.forwarded:
-            queued.cancelled = True
-            return True
+        with self._lock:
+            queued = self._queued.get(key)
+            if queued is not None and not queued.forwarded:
+                queued.cancelled = True  # the server never saw it: the call and the cancel end here
+                return True
         ctx = self._inflight.get(key)
         if ctx is not None:
             ctx.cancelled = True
@@ -638,7 +647,6 @@ class Engine:
                 return
             try:
                 if isinstance(item, CallContext):
-                    self._queued.pop(item.id_key, None)
                     if not item.cancelled:
                         _handle_call(self, item)
                 else:
@@ -656,11 +664,12 @@ class Engine:
         if ctx is not None and not ctx.forwarded:
             self.reply_protocol_error(ctx, -32603, f"synartesis internal error: {exc}")
 
-    def _drain(self, timeout: float) -> None:
-        """Wait until every queued call has finished (or ``timeout``, or the server is gone)."""
+    def _drain(self, timeout: float, signalled: threading.Event) -> None:
+        """Wait until every queued call has finished (or ``timeout``, the server is gone, or a
+        signal asks us to stop)."""
         end = time.monotonic() + timeout
         with self._lane_cond:
-            while self._lane_count and not self._server_gone.is_set():
+            while self._lane_count and not self._server_gone.is_set() and not signalled.is_set():
                 left = end - time.monotonic()
                 if left <= 0:
                     break
@@ -688,7 +697,7 @@ class Engine:
         if self._client_eof.is_set() and not self._server_gone.is_set() and not signalled.is_set():
             # answer everything already received before closing the server (bounded: an answer
             # the server never sends must not keep the proxy alive for ever)
-            self._drain(self.options.eof_drain)
+            self._drain(self.options.eof_drain, signalled)
         code = self.shutdown()
         downstream.close()
         return code if code >= 0 else 128 - code
@@ -717,13 +726,13 @@ class Engine:
     def _close_run(self) -> None:
         if self.run_id is None:
             log("info", "session ended without tool calls", server=self.server, client=self.client_name)
-            return
-        try:
-            self.journal.end_run(self.run_id)
-        except JournalError as exc:
-            log("error", "could not close the run", error=str(exc))
-        finally:
-            self.journal.close()
+        else:
+            try:
+                self.journal.end_run(self.run_id)
+            except JournalError as exc:
+                log("error", "could not close the run", error=str(exc))
+        if self._journal is not None:
+            self._journal.close()
 
 
 def _handle_call(host: Engine, ctx: CallContext) -> None:

@@ -387,10 +387,10 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken) is None:
                 return
     # 6. forward
-    if ctx.cancelled:
-        j.mark_failed(action.id, "the client cancelled the call before it was sent")
-        return
-    if not host.forward(ctx, wait=True):  # could not be written: certainly not applied
+    if not host.forward(ctx, wait=True):  # not written: certainly not applied
+        if ctx.cancelled:  # the client withdrew it while it waited its turn: no answer is due
+            j.mark_failed(action.id, "the client cancelled the call before it was sent")
+            return
         j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
         host.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
         return
