@@ -2,13 +2,13 @@
 a server that crashes mid-call, one that is slow, one whose inverse fails.
 
 State is a JSON object in ``--state FILE`` (rewritten after every write, sorted keys).
-Tools: ``get {key}``, ``put {key, value}``, ``slow_put {key, value, delay}``, ``delete {key}``,
-``hang {…}`` (reads the call and never answers, like a server stuck mid-call).
+Tools: ``get {key}``, ``put {key, value}``, ``slow_put {key, value, delay}``, ``delete {key}``.
 Environment knobs:
 - ``FAKE_CRASH_ON_CALL=N``: exit(3) when the N-th tools/call arrives (before answering;
   with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
 - ``FAKE_REFUSE_PUT_VALUE=X``: ``put`` with value X answers isError.
 - ``FAKE_LOG=FILE``: append every tools/call (name, arguments, _meta) to FILE as a JSON line.
+- ``FAKE_HANG=TOOL``: calls of TOOL are read and never answered (a server stuck mid-call).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ TOOLS = [
     {"name": "env", "description": "Read an environment variable of the server process", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
      "annotations": {"readOnlyHint": True}},
     {"name": "delete", "description": "Delete a key", "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}},
-    {"name": "hang", "description": "Never answer", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -82,7 +81,7 @@ def main() -> None:
             args = msg["params"].get("arguments") or {}
             if crash_on and calls == crash_on and not crash_after_apply:
                 os._exit(3)
-            if name == "hang":
+            if name == os.environ.get("FAKE_HANG"):
                 continue
             if name == "env":
                 result(mid, {"name": args.get("name"), "value": os.environ.get(str(args.get("name")))})

@@ -290,6 +290,10 @@ class StdioUpstream:
         except OSError:  # gone already, or not ours
             pass
 
+    def kill(self) -> None:
+        """SIGKILL the child's process group now (no grace): for cleanup that cannot wait."""
+        self._signal_group(getattr(signal, "SIGKILL", signal.SIGTERM))
+
     def close(self, grace: float = 2.0) -> int:
         """Shut the child down in order; its exit code (negative: killed by that signal)."""
         if self.exit_code is not None:

@@ -190,13 +190,25 @@ class Child:
         """Close the child's stdin (the polite way to ask a stdio server to exit)."""
         await asyncio.get_running_loop().run_in_executor(None, self.stdio.close_stdin)
 
+    def kill(self) -> None:
+        """SIGKILL the child's process group now (no grace): for cleanup that cannot await."""
+        self.stdio.kill()
+
     async def wait(self) -> int:
         """Wait for the child to exit; its exit code."""
         return await asyncio.get_running_loop().run_in_executor(None, self.popen.wait)
 
     async def close(self, grace: float = 2.0) -> int:
-        """Shut the child down in order; return its exit code (negative = killed by signal)."""
-        self.exit_code = await asyncio.get_running_loop().run_in_executor(None, self.stdio.close, grace)
+        """Shut the child down in order; return its exit code (negative = killed by signal).
+
+        Cancelled part-way (the console's esc while its job shuts down), the group is killed
+        at once before the cancellation goes on: a server is never left running.
+        """
+        try:
+            self.exit_code = await asyncio.get_running_loop().run_in_executor(None, self.stdio.close, grace)
+        except BaseException:
+            self.kill()
+            raise
         return self.exit_code
 
 
