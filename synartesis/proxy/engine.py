@@ -664,7 +664,7 @@ class Engine:
         if ctx is not None and not ctx.forwarded:
             self.reply_protocol_error(ctx, -32603, f"synartesis internal error: {exc}")
 
-    def _drain(self, timeout: float, signalled: threading.Event) -> None:
+    def _drain(self, timeout: float, signalled: _Flag) -> None:
         """Wait until every queued call has finished (or ``timeout``, the server is gone, or a
         signal asks us to stop)."""
         end = time.monotonic() + timeout
@@ -689,11 +689,11 @@ class Engine:
     def serve(self, downstream: Any) -> int:
         """Relay between ``downstream`` (``start(on_line, on_eof)``, ``close()``) and the upstream
         until one side goes away or a signal asks us to stop; the process exit code."""
+        signalled = _stop_on_signals()
         self.start()
         downstream.start(self.on_client_line, self.on_client_eof)
-        signalled = _stop_on_signals(self._stop)
-        while not self._stop.wait(3600):
-            pass
+        while not self._stop.is_set() and not signalled.is_set():
+            self._stop.wait(0.25)  # a signal handler may not take the Event's lock: it sets a flag
         if self._client_eof.is_set() and not self._server_gone.is_set() and not signalled.is_set():
             # answer everything already received before closing the server (bounded: an answer
             # the server never sends must not keep the proxy alive for ever)
@@ -748,13 +748,24 @@ def _is_modern(msg: Any) -> bool:
     return isinstance(meta, dict) and MODERN_KEY in meta
 
 
-def _stop_on_signals(stop: threading.Event) -> threading.Event:
+class _Flag:
+    """Set by a signal handler. Lock-free on purpose: a handler runs in the main thread between
+    two bytecodes, possibly while that thread holds an Event's lock, which ``Event.set`` would
+    then wait for for ever."""
+
+    def __init__(self) -> None:
+        self.up = False
+
+    def is_set(self) -> bool:
+        return self.up
+
+
+def _stop_on_signals() -> _Flag:
     """SIGTERM, SIGINT and SIGHUP end the session in order (from the main thread only)."""
-    signalled = threading.Event()
+    signalled = _Flag()
 
     def handler(signum: int, frame: Any) -> None:
-        signalled.set()
-        stop.set()
+        signalled.up = True
 
     if threading.current_thread() is threading.main_thread():
         for name in ("SIGTERM", "SIGINT", "SIGHUP"):
