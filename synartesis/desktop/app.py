@@ -60,7 +60,8 @@ class GuardMiddleware:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         token = (query.get("token") or [None])[0]
         why = self.guard.refusal(headers, morsel.value if morsel else None, token)
-        if why is None and scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
+        if why is None and scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
+            # an HTML form on another site can POST without a preflight, but never as JSON
             if not headers.get("content-type", "").startswith("application/json"):
                 why = "requests that change anything must be JSON"
         if why is not None:

@@ -8,6 +8,7 @@ it to the provider's endpoint. Nothing here logs or writes a key anywhere else.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 __all__ = ["KeyStore", "KeyStatus", "SERVICE"]
@@ -53,7 +54,17 @@ class KeyStore:
 
     def __init__(self, use_keychain: bool = True) -> None:
         self._memory: dict[str, str] = {}
-        self._backend = _keychain() if use_keychain else None
+        self._found: list = []
+        # keyring's backend discovery imports every backend and probes D-Bus (hundreds of ms):
+        # done on a thread, so the window starts meanwhile
+        self._finder = threading.Thread(target=lambda: self._found.append(_keychain() if use_keychain else None),
+                                        name="keychain", daemon=True)
+        self._finder.start()
+
+    @property
+    def _backend(self):
+        self._finder.join()
+        return self._found[0] if self._found else None
 
     @property
     def storage(self) -> str:

@@ -14,9 +14,10 @@ import collections
 import json
 import os
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from synartesis.services.wrapped import ProxyLaunch
+if TYPE_CHECKING:
+    from synartesis.services.wrapped import ProxyLaunch
 
 __all__ = ["ServerLink", "LinkError"]
 
@@ -35,7 +36,7 @@ class ServerLink:
         on_run: called on the event loop with a run id when the proxy starts one.
     """
 
-    def __init__(self, launch: ProxyLaunch, client_name: str, on_run: Callable[[str], None] | None = None) -> None:
+    def __init__(self, launch: "ProxyLaunch", client_name: str, on_run: Callable[[str], None] | None = None) -> None:
         self.launch = launch
         self.server = launch.server
         self.client_name = client_name

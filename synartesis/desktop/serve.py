@@ -57,10 +57,12 @@ def serve(launch: Launch, sock: socket.socket, on_ready: Callable[[str], None], 
     ``native``: show the page in a pywebview window (the ``desktop`` extra) and stop when it
     closes; pywebview needs the main thread, so the server then runs on another one.
     """
+    from synartesis.desktop.keys import KeyStore
+    keys = KeyStore()  # finds the keychain on a thread while the server's modules load
+
     import uvicorn
 
     from synartesis.desktop.app import build_app
-    from synartesis.desktop.keys import KeyStore
     from synartesis.desktop.settings import Settings
     from synartesis.desktop.window import Window
 
@@ -78,13 +80,14 @@ def serve(launch: Launch, sock: socket.socket, on_ready: Callable[[str], None], 
 
         async def __call__(self, scope, receive, send):
             if "app" not in holder:
-                window = Window(launch.policy, launch.journal, launch.by, KeyStore(), Settings(launch.settings))
+                window = Window(launch.policy, launch.journal, launch.by, keys, Settings(launch.settings))
                 holder["window"] = window
                 holder["app"] = build_app(window, guard, ready)
             await holder["app"](scope, receive, send)
 
+    # plain asyncio + h11 and no websocket support: nothing optional to probe for at start-up
     config = uvicorn.Config(_App(), log_config=None, access_log=False, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=5)
+                            loop="asyncio", http="h11", ws="none", timeout_graceful_shutdown=5)
 
     class _Server(uvicorn.Server):
         async def shutdown(self, sockets=None):

@@ -84,6 +84,8 @@ class Conversation:
         self.runs: list[str] = []
         self.actions: list[dict] = []
         self.task: asyncio.Task | None = None
+        self._background: set[asyncio.Task] = set()
+        self._stopping = False
         self._n = 0
 
     # -- views -----------------------------------------------------------------------------
@@ -141,6 +143,7 @@ class Conversation:
 
     async def _turn(self) -> None:
         pending: list[ToolCall] = []
+        self._stopping = False
         try:
             tools, names = await self._connect()
             w = self.window
@@ -173,6 +176,8 @@ class Conversation:
                     pending.pop(0)
                     self.messages.append({"role": "tool", "tool_call_id": c.id, "name": c.name, "content": text,
                                           "is_error": is_error})
+                    if self._stopping:
+                        raise asyncio.CancelledError
             self.notice(f"stopped after {MAX_ROUNDS} rounds of tool calls; send a message to go on", "warn")
         except ModelError as exc:
             self._close_streaming()
@@ -189,10 +194,10 @@ class Conversation:
                 self.messages.append({"role": "tool", "tool_call_id": c.id, "name": c.name, "is_error": True,
                                       "content": "not run: the user stopped the conversation before this call"})
             for card in self.cards.values():
-                if card.state in ("calling", "held", "retrying"):
-                    if card.state == "held" and card.action and card.action.get("status") == "gated":
-                        continue  # still waiting in the journal; a later decision is shown, not acted on
-                    card.state = "done" if card.action else "error"
+                if card.state in ("calling", "retrying"):
+                    card.state = "done"  # its call completed (a call is always waited for once sent)
+                # a held card stays held: a later decision shows on it, and the model's next
+                # identical call spends an approval
             self.changed()
 
     def _close_streaming(self) -> None:
@@ -257,13 +262,15 @@ class Conversation:
             return f"Your arguments for {c.name} were not a JSON object ({c.bad_arguments[:200]!r}); nothing was sent.", True
         self.changed()
         link = self.links[card.server]
-        # shielded: once sent, a call is waited for even if the turn is stopped, so its outcome
-        # is journalled and the model is told
-        result = await asyncio.shield(link.call(card.tool, c.arguments))
-        await self._bind(card, link)
-        if card.action is None and result.get("isError"):
-            held = _held_action(_result_text(result))
-            if held:  # held as a waiting twin of the same call made elsewhere (another run)
+        result = await self._sent(link.call(card.tool, c.arguments))
+        held = _held_action(_result_text(result)) if result.get("isError") else None
+        if held is None:
+            # not held: the model gets the answer now; the card finds its journal row meanwhile
+            # (a read is journalled a moment after it is answered)
+            self._track(asyncio.create_task(self._bind(card, link)))
+        else:
+            await self._bind(card, link)  # a held row is journalled before the proxy answers
+            if card.action is None:  # held as a waiting twin of this call made elsewhere (another run)
                 card.action = await self.window.journal.run(lambda j: JournalView.action(j, held))
         if card.action and card.action["status"] == "gated":
             card.state, card.held_id = "held", card.action["id"]
@@ -271,11 +278,25 @@ class Conversation:
             await card.decided.wait()
             card.state = "retrying"
             self.changed()
-            result = await asyncio.shield(link.call(card.tool, c.arguments))  # the identical call
-            await self._bind(card, link)
+            result = await self._sent(link.call(card.tool, c.arguments))  # the identical call
+            self._track(asyncio.create_task(self._bind(card, link)))
         card.state = "done"
         self.changed()
         return _result_text(result), bool(result.get("isError"))
+
+    async def _sent(self, call: Any) -> dict:
+        """Await a tool call to its end even when the turn is stopped meanwhile: once sent, its
+        outcome is journalled and told to the model; the turn stops right after it."""
+        task = asyncio.ensure_future(call)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._stopping = True
+            return await task
+
+    def _track(self, task: asyncio.Task) -> None:
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _bind(self, card: Card, link: ServerLink, wait: float = 3.0) -> None:
         """Find the journal action the proxy recorded for this call (reads are journalled a

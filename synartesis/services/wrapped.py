@@ -22,7 +22,6 @@ from typing import Any, Callable, Mapping
 
 from synartesis.policy.model import Policy
 from synartesis.redact import SECRET_MARK, redact_argv
-from synartesis.undo.launch import launch_specs
 
 __all__ = ["ProxyLaunch", "proxy_launch", "proxy_command"]
 
@@ -76,6 +75,7 @@ def proxy_launch(policy: Policy, name: str, *, manifest: Path, journal: Path,
             a secret that cannot be read from the client entry it came from.
     """
     from synartesis.errors import UsageError
+    from synartesis.undo.launch import launch_specs  # (importing synartesis.undo loads the engine)
 
     if entry_env is None or entry_launch is None:
         from synartesis.services import launch_env

@@ -1,6 +1,6 @@
 // synartesis desktop: the page. Plain JavaScript, no build step, nothing from the network.
 // Everything a card shows comes from the journal through the server; text is always set with
-// textContent (never innerHTML), so nothing a model or a tool returns can run in this page.
+// textContent (never parsed as HTML), so nothing a model or a tool returns can run in this page.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
@@ -136,8 +136,9 @@ function fillCard(node, card, action, opts) {
   else if (a && a.status === "gated") reason = `Held: ${a.note || "this call cannot be undone"}.`;
   else if (a && a.status === "denied") reason = `Denied by ${a.decidedBy}${a.reason ? ": " + a.reason : ""}.`;
   else if (a && a.decidedBy) reason = `Approved by ${a.decidedBy}${a.status === "applied" ? "; the retry went through once" : ""}.`;
+  else if (a && a.status === "rolled_back") reason = `Undone: ${a.note || "rolled back"}.`;
   else if (a && a.note && a.status !== "applied") reason = a.note;
-  if (a && a.inverse && a.inverse.length) {
+  if (a && a.inverse && a.inverse.length && a.status !== "rolled_back") {
     reason += (reason ? " " : "") + "Undo: " + a.inverse.map(i => `${i.server}.${i.tool} ${short(i.args, 100)}`).join(", then ");
   }
   $(".card-reason", node).textContent = reason;
@@ -386,21 +387,24 @@ async function runUndo(flags) {
   const dlg = $("#undo-dialog");
   const buttons = $("#undo-buttons");
   for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+  dlg.dataset.phase = flags.dryRun ? "planning" : "running";
   let data;
   try {
     data = await api("POST", "/api/undo", { ...undoScope, ...flags });
   } catch (e) {
+    dlg.dataset.phase = "error";
     $("#undo-body").replaceChildren(el("p", { class: "error-text", text: e.message }));
     buttons.replaceChildren(el("button", { type: "button", class: "ghost", onclick: () => dlg.close(), text: "Close" }));
     return;
   }
+  const halted = data.reports.find(r => r.halted);
+  dlg.dataset.phase = flags.dryRun ? "plan" : flags.force && !flags.yes ? "force-preview" : halted ? "halted" : "done";
   if (data.nothing) {
     $("#undo-body").replaceChildren(el("p", { text: "Nothing here can be undone: no applied write is left." }));
     buttons.replaceChildren(el("button", { type: "button", class: "ghost", onclick: () => dlg.close(), text: "Close" }));
     return;
   }
   const body = renderReports(data.reports, data.dryRun);
-  const halted = data.reports.find(r => r.halted);
   const close = el("button", { type: "button", class: "ghost", onclick: () => dlg.close(), text: flags.dryRun ? "Cancel" : "Close" });
   if (flags.dryRun && !flags.force) {
     const n = data.reports.reduce((k, r) => k + r.steps.filter(s => s.kind === "revert").length, 0);

@@ -1,0 +1,106 @@
+"""Who may talk to the window: only this machine (it refuses to bind anything but loopback), only
+with this launch's token (traded once for an HttpOnly SameSite=Strict cookie), only under its
+own Host name, never from another site's Origin; and the page loads nothing from the network."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import httpx
+import pytest
+from desktopkit import Desktop
+
+from synartesis.desktop.app import STATIC
+from synartesis.desktop.guard import Guard, check_loopback
+
+
+@pytest.fixture(scope="module")
+def window(tmp_path_factory):
+    """One window for the module (no policy: these tests never start a server)."""
+    home = tmp_path_factory.mktemp("security-home")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "SYNARTESIS_HOME": str(home / ".synartesis"),
+           "PYTHONPATH": ":".join(p for p in sys.path if p)}
+    desk = Desktop(env=env, cwd=home)
+    yield desk
+    desk.stop()
+
+
+PATHS = ["/", "/api/state", "/static/app.js", "/api/history", "/api/events"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_request_without_the_token_is_refused(window, path):
+    r = httpx.get(window.base + path, timeout=10)
+    assert r.status_code == 403 and "token" in r.text
+
+
+def test_a_wrong_token_is_refused_and_sets_no_cookie(window):
+    r = httpx.get(window.base + "/?token=" + "x" * len(window.token), timeout=10)
+    assert r.status_code == 403 and "set-cookie" not in r.headers
+
+
+def test_the_token_becomes_an_httponly_strict_cookie_and_leaves_the_address(window):
+    r = httpx.get(window.url, timeout=10)
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    cookie = r.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Path=/" in cookie
+    page = httpx.get(window.base + "/", cookies=r.cookies, timeout=10)
+    assert page.status_code == 200 and "<title>synartesis</title>" in page.text
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert page.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1"])
+def test_a_foreign_origin_is_refused_even_with_the_cookie(window, origin):
+    r = window.client.get("/api/state", headers={"origin": origin})
+    assert r.status_code == 403 and "other sites" in r.text
+    r = window.client.post("/api/conversations", json={}, headers={"origin": origin})
+    assert r.status_code == 403
+    assert window.client.get("/api/state", headers={"origin": window.base}).status_code == 200
+
+
+def test_another_host_name_is_refused_so_dns_rebinding_cannot_reach_it(window):
+    port = window.base.rsplit(":", 1)[1]
+    r = window.client.get("/api/state", headers={"host": f"attacker.example:{port}"})
+    assert r.status_code == 403 and "loopback" in r.text
+    assert window.client.get("/api/state", headers={"host": f"localhost:{port}"}).status_code == 200
+
+
+def test_a_change_must_be_json_so_a_plain_form_cannot_post(window):
+    r = window.client.post("/api/conversations", content=b"a=1",
+                           headers={"content-type": "application/x-www-form-urlencoded", "origin": window.base})
+    assert r.status_code == 403
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "10.0.0.2", "example.com", ""])
+def test_a_host_that_is_not_loopback_is_refused_before_binding(host, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "synartesis", "desktop", "--no-browser", "--host", host],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "loopback" in r.stderr and "Traceback" not in r.stderr and "http://" not in r.stdout
+
+
+@pytest.mark.parametrize("host, bound", [("127.0.0.1", "127.0.0.1"), ("127.0.0.2", "127.0.0.2"), ("::1", "::1"),
+                                         ("[::1]", "::1"), ("localhost", "127.0.0.1"), ("LOCALHOST", "127.0.0.1")])
+def test_loopback_addresses_are_accepted(host, bound):
+    assert check_loopback(host) == bound
+
+
+def test_the_guard_accepts_only_its_own_host_and_origin():
+    g = Guard("127.0.0.1", 8123, "t" * 43)
+    assert g.host_ok("127.0.0.1:8123") and g.host_ok("localhost:8123")
+    assert not g.host_ok("127.0.0.1:8124") and not g.host_ok(None) and not g.host_ok("127.0.0.1")
+    assert g.origin_ok(None) and g.origin_ok("http://localhost:8123")
+    assert not g.origin_ok("http://127.0.0.1:8123.evil.example") and not g.origin_ok("file://")
+    assert g.refusal({"host": "127.0.0.1:8123"}, None, "t" * 43) is None
+    assert g.refusal({"host": "127.0.0.1:8123"}, "t" * 42, None) is not None
+
+
+def test_the_page_loads_nothing_from_the_network():
+    for f in STATIC.iterdir():
+        text = f.read_text(encoding="utf-8")
+        assert not re.search(r"""(src|href|url|@import|fetch|EventSource)\s*[=(]?\s*["']?(https?:)?//""", text), f.name
+        assert "innerHTML" not in text and "eval(" not in text and "document.write" not in text, f.name
