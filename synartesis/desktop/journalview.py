@@ -18,16 +18,10 @@ from synartesis.errors import NoJournalError
 from synartesis.journal import Journal
 from synartesis.services.runs import action_view, run_summary
 
-__all__ = ["JournalView", "card", "ledger", "LEDGER_KEYS"]
+__all__ = ["JournalView", "ledger"]
 
 T = TypeVar("T")
 
-LEDGER_KEYS = ("calls", "reversibleCaptured", "compensable", "held", "approved", "undone")
-
-
-def card(view_json: dict) -> dict:
-    """A card: an action's ``show --json`` shape (:meth:`ActionView.as_json`)."""
-    return dict(view_json)
 
 
 def ledger(actions: list[dict]) -> dict:
@@ -128,11 +122,14 @@ class JournalView:
 
     @staticmethod
     def find_call(j: Journal | None, run: str, server: str, tool: str, args: Any, taken: set[str]) -> dict | None:
-        """The newest action of ``run`` for exactly this call that no card has yet."""
+        """The first action of ``run`` (lowest seq) for exactly this call that no card has yet.
+
+        Cards bind in call order, so the n-th of several identical calls gets the n-th row; a
+        held call's retry carried by its own row finds that row again."""
         if j is None:
             return None
         key = call_key(server, tool, args)
-        for a in reversed(j.actions(run)):
+        for a in j.actions(run):
             if a.call_key == key and a.id not in taken:
                 return action_view(j, a).as_json()
         return None

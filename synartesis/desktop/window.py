@@ -30,9 +30,10 @@ from synartesis.desktop.models import Finished, ModelError, TextDelta, ToolCall,
 from synartesis.desktop.settings import Settings
 from synartesis.errors import SynartesisError
 
-__all__ = ["Window", "Conversation", "SYSTEM_PROMPT", "MAX_ROUNDS", "tool_name"]
+__all__ = ["Window", "Conversation", "SYSTEM_PROMPT", "MAX_ROUNDS", "IDLE_SECONDS", "tool_name"]
 
 MAX_ROUNDS = 24
+IDLE_SECONDS = 120.0  # an idle conversation's proxies are closed, so its runs end (the CLI can undo them)
 SYSTEM_PROMPT = (
     "You are working in synartesis desktop. Your tools come from MCP servers and are named "
     "SERVER__tool. Every tool call goes through synartesis, which records it with the state it "
@@ -85,7 +86,9 @@ class Conversation:
         self.actions: list[dict] = []
         self.task: asyncio.Task | None = None
         self._background: set[asyncio.Task] = set()
+        self._binding = asyncio.Lock()
         self._stopping = False
+        self._idle: asyncio.TimerHandle | None = None
         self._n = 0
 
     # -- views -----------------------------------------------------------------------------
@@ -127,6 +130,9 @@ class Conversation:
         if not self.messages:
             first = " ".join(text.split())
             self.title = first[:60] + ("…" if len(first) > 60 else "")
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
         self.messages.append({"role": "user", "content": text})
         self._item("user", text=text)
         self.task = asyncio.create_task(self._turn(), name=f"turn-{self.id[:8]}")
@@ -198,6 +204,8 @@ class Conversation:
                     card.state = "done"  # its call completed (a call is always waited for once sent)
                 # a held card stays held: a later decision shows on it, and the model's next
                 # identical call spends an approval
+            self._idle = asyncio.get_running_loop().call_later(
+                IDLE_SECONDS, lambda: self._track(asyncio.ensure_future(self._close_idle())))
             self.changed()
 
     def _close_streaming(self) -> None:
@@ -238,6 +246,11 @@ class Conversation:
             self.runs.append(run)
             self.window.poke()
 
+    async def _close_idle(self) -> None:
+        self._idle = None
+        if not self.busy:
+            await self.disconnect()
+
     async def disconnect(self, servers: list[str] | None = None) -> None:
         """Close links (all, or those of ``servers``): their proxies end their runs."""
         names = list(self.links) if servers is None else [s for s in servers if s in self.links]
@@ -262,7 +275,12 @@ class Conversation:
             return f"Your arguments for {c.name} were not a JSON object ({c.bad_arguments[:200]!r}); nothing was sent.", True
         self.changed()
         link = self.links[card.server]
-        result = await self._sent(link.call(card.tool, c.arguments))
+        try:
+            result = await self._sent(link.call(card.tool, c.arguments))
+        except LinkError as exc:
+            card.state, card.error = "error", str(exc)
+            self.changed()
+            return f"The call failed before an answer came back: {exc}", True
         held = _held_action(_result_text(result)) if result.get("isError") else None
         if held is None:
             # not held: the model gets the answer now; the card finds its journal row meanwhile
@@ -278,7 +296,12 @@ class Conversation:
             await card.decided.wait()
             card.state = "retrying"
             self.changed()
-            result = await self._sent(link.call(card.tool, c.arguments))  # the identical call
+            try:
+                result = await self._sent(link.call(card.tool, c.arguments))  # the identical call
+            except LinkError as exc:
+                card.state, card.error = "error", str(exc)
+                self.changed()
+                return f"The call failed before an answer came back: {exc}", True
             self._track(asyncio.create_task(self._bind(card, link)))
         card.state = "done"
         self.changed()
@@ -301,20 +324,22 @@ class Conversation:
     async def _bind(self, card: Card, link: ServerLink, wait: float = 3.0) -> None:
         """Find the journal action the proxy recorded for this call (reads are journalled a
         moment after they are answered, so this polls briefly; the journal refresh keeps trying)."""
-        taken = {c.action["id"] for c in self.cards.values() if c is not card and c.action}
         jv = self.window.journal
         loop = asyncio.get_running_loop()
         end = loop.time() + wait
-        while True:
-            for run in reversed(link.run_ids):
-                found = await jv.run(lambda j, r=run: JournalView.find_call(j, r, card.server, card.tool, card.args, taken))
-                if found is not None:
-                    card.run, card.action = run, found
-                    await self.window.refresh(self)
+        async with self._binding:  # in call order, so identical calls bind to rows in seq order
+            while True:
+                taken = {c.action["id"] for c in self.cards.values() if c is not card and c.action}
+                for run in reversed(link.run_ids):
+                    found = await jv.run(lambda j, r=run: JournalView.find_call(j, r, card.server, card.tool,
+                                                                                card.args, taken))
+                    if found is not None:
+                        card.run, card.action = run, found
+                        self.changed()
+                        return
+                if loop.time() >= end:
                     return
-            if loop.time() >= end:
-                return
-            await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)
 
     async def refresh(self) -> None:
         """Re-read this conversation's actions; update cards and wake held cards a person decided."""

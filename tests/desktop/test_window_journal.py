@@ -140,3 +140,29 @@ def test_undo_back_to_a_card_leaves_older_writes_in_place(files_root, open_windo
     # the conversation goes on after an undo (its servers reconnect on the next message)
     desk.post(f"/api/conversations/{conv['id']}/messages", {"text": "thanks"})
     desk.wait(conv["id"], lambda c: not c["busy"] and c["items"][-1]["kind"] == "assistant")
+
+
+def test_undo_halts_on_a_persons_edit_showing_both_values_and_force_overwrites_it(files_root, open_window):
+    target = files_root / "doc.txt"
+    target.write_text("v1")
+    desk, _ = open_window(_write_turns(target, "v2"))
+    conv = _talk(desk, "write v2")
+    target.write_text("v2 + a person's edit")  # someone edits the file after the model did
+
+    live = desk.post("/api/live", {"conversation": conv["id"]})
+    [item] = live["reports"][0]["items"]
+    assert item["state"] == "drifted" and item["actual"] == {"present": True, "value": {"content": "v2 + a person's edit"}}
+
+    plan = desk.post("/api/undo", {"conversation": conv["id"], "dryRun": True})
+    assert plan["reports"][0]["halted"]["reason"] == "drift detected"
+    done = desk.post("/api/undo", {"conversation": conv["id"]})
+    halt = done["reports"][0]["halted"]
+    assert halt["expected"] == {"present": True, "value": {"content": "v2"}}
+    assert halt["actual"] == {"present": True, "value": {"content": "v2 + a person's edit"}}
+    assert target.read_text() == "v2 + a person's edit"  # a halt changes nothing
+
+    preview = desk.post("/api/undo", {"conversation": conv["id"], "force": True})
+    assert [s["kind"] for s in preview["reports"][0]["steps"]] == ["overwrite"]
+    assert target.read_text() == "v2 + a person's edit"
+    forced = desk.post("/api/undo", {"conversation": conv["id"], "force": True, "yes": True})
+    assert forced["reports"][0]["status"] == "rolled_back" and target.read_text() == "v1"
