@@ -71,8 +71,7 @@ def test_a_person_approves_a_held_call_and_undoes_the_conversation_in_the_browse
 
     if not FS_ENTRY.exists():
         pytest.fail(f"{FS_ENTRY} is missing: run npm ci --prefix .servers first")
-    root = tmp_path / "root"
-    root.mkdir()
+    root = Path(tempfile.mkdtemp(prefix="notes-"))  # a short path, for a readable screenshot
     notes = root / "notes.txt"
     before = "buy milk\r\nçà et là ✓\n".encode()
     notes.write_bytes(before)
@@ -90,6 +89,7 @@ def test_a_person_approves_a_held_call_and_undoes_the_conversation_in_the_browse
         page.goto(desk.url)
         page.wait_for_selector("body[data-ready=true]")
         assert desk.token not in page.url  # traded for the cookie, gone from the address bar
+        expect(page.locator("#key-notice")).to_contain_text("in memory for this window only")  # no keychain here
 
         page.click("#open-settings")
         page.select_option("#profile-select", "custom")
@@ -165,4 +165,5 @@ def test_a_person_approves_a_held_call_and_undoes_the_conversation_in_the_browse
     finally:
         code, err = desk.stop()
         model.close()
+        shutil.rmtree(root, ignore_errors=True)
     assert "Traceback" not in err, err

@@ -23,6 +23,18 @@ def _talk(desk, text: str, profile: str = "custom") -> dict:
     return desk.wait(conv["id"], lambda c: not c["busy"] and all(x["state"] in ("done", "error") for x in cards(c)))
 
 
+def _held_mkdir(open_window, path, reply: str):
+    """A window whose model asks to create ``path`` (held by the policy); returns
+    (desk, model, conversation, its held card) once the card is held."""
+    desk, model = open_window([{"tool_calls": [{"name": "create_directory", "arguments": {"path": str(path)}}]},
+                               {"text": reply}])
+    conv = desk.post("/api/conversations", {"profile": "custom"})
+    desk.post(f"/api/conversations/{conv['id']}/messages", {"text": "make a folder"})
+    held = desk.wait(conv["id"], lambda c: any(x["state"] == "held" for x in cards(c)))
+    [card] = cards(held)
+    return desk, model, held, card
+
+
 def test_a_conversation_is_a_run_the_cli_lists_and_undoes_after_the_window_closes(files_root, open_window, tmp_path):
     target = files_root / "plan.md"
     target.write_bytes(b"# plan\n- a\n")
@@ -75,14 +87,7 @@ def test_a_run_made_by_another_client_is_visible_in_the_window_and_undoable_from
 
 
 def test_a_denied_call_is_never_sent_and_the_model_is_told_who_denied_it_and_why(files_root, open_window, tmp_path):
-    desk, model = open_window([
-        {"tool_calls": [{"name": "create_directory", "arguments": {"path": str(files_root / "nope")}}]},
-        {"text": "Understood, I will not create it."},
-    ])
-    conv = desk.post("/api/conversations", {"profile": "custom"})
-    desk.post(f"/api/conversations/{conv['id']}/messages", {"text": "make a folder"})
-    held = desk.wait(conv["id"], lambda c: any(x["state"] == "held" for x in cards(c)))
-    [card] = cards(held)
+    desk, model, conv, card = _held_mkdir(open_window, files_root / "nope", "Understood, I will not create it.")
     assert card["action"]["status"] == "gated" and "cannot be undone" in card["action"]["note"]
     gates = desk.get("/api/gates")["gated"]
     assert [g["id"] for g in gates] == [card["action"]["id"]]
@@ -99,14 +104,8 @@ def test_a_denied_call_is_never_sent_and_the_model_is_told_who_denied_it_and_why
 
 
 def test_a_call_approved_in_the_terminal_lets_the_windows_retry_through_once(files_root, open_window, tmp_path):
-    desk, model = open_window([
-        {"tool_calls": [{"name": "create_directory", "arguments": {"path": str(files_root / "yes")}}]},
-        {"text": "Created."},
-    ])
-    conv = desk.post("/api/conversations", {"profile": "custom"})
-    desk.post(f"/api/conversations/{conv['id']}/messages", {"text": "make a folder"})
-    held = desk.wait(conv["id"], lambda c: any(x["state"] == "held" for x in cards(c)))
-    aid = cards(held)[0]["action"]["id"]
+    desk, model, conv, card = _held_mkdir(open_window, files_root / "yes", "Created.")
+    aid = card["action"]["id"]
     r = cli("approve", aid[:8], "--by", "sam", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     conv = desk.wait(conv["id"], lambda c: not c["busy"])

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator
 
-from synartesis.desktop.models import Finished, ModelError, Profile, TextDelta, ToolCall
-from synartesis.desktop.models.wire import loads, parse_arguments, post_stream, sse_events
+from synartesis.desktop.models import Finished, ModelError, TextDelta, ToolCall
+from synartesis.desktop.models.wire import HttpAdapter, loads, parse_arguments, post_stream, sse_events
 
 __all__ = ["ChatCompletions", "to_openai"]
 
@@ -38,13 +38,8 @@ def to_openai(messages: list[dict], system: str | None) -> list[dict]:
     return out
 
 
-class ChatCompletions:
+class ChatCompletions(HttpAdapter):
     """The adapter (see module docstring)."""
-
-    def __init__(self, profile: Profile, key: str | None, timeout: float = 120.0) -> None:
-        self.profile = profile
-        self.key = key
-        self.timeout = timeout
 
     async def stream(self, messages: list[dict], tools: list[dict], system: str | None) -> AsyncIterator[Any]:
         p = self.profile

@@ -11,11 +11,21 @@ import httpx
 
 from synartesis.desktop.models import ModelError, Profile
 
-__all__ = ["post_stream", "sse_events", "parse_arguments"]
+__all__ = ["HttpAdapter", "post_stream", "sse_events", "parse_arguments"]
 
 _TOOL_WORDS = ("does not support tools", "tool use is not supported", "tools is not supported",
                "tool choice", "tool_choice", "function calling", "does not support function", "tools are not supported",
                "enable-auto-tool-choice", "tool calling")
+
+
+class HttpAdapter:
+    """What every adapter holds: its profile, the key (None when the endpoint needs none) and
+    the read timeout in seconds."""
+
+    def __init__(self, profile: Profile, key: str | None, timeout: float = 120.0) -> None:
+        self.profile = profile
+        self.key = key
+        self.timeout = timeout
 
 
 def _provider_message(body: bytes) -> str:
