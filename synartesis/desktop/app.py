@@ -27,7 +27,7 @@ from synartesis.desktop.guard import Guard
 from synartesis.desktop.journalview import JournalView, ledger
 from synartesis.desktop.settings import SettingsError
 from synartesis.desktop.window import Window
-from synartesis.errors import SynartesisError
+from synartesis.errors import SynartesisError, UsageError
 
 __all__ = ["build_app", "GuardMiddleware", "STATIC"]
 
@@ -75,11 +75,22 @@ class GuardMiddleware:
         return await self._send(self.app, scope, receive, send)
 
     async def _send(self, app: Any, scope: dict, receive: Any, send: Any) -> None:
+        started = False
+
         async def with_headers(message: dict) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message = {**message, "headers": list(message.get("headers", [])) + _HEADERS}
             await send(message)
-        await app(scope, receive, with_headers)
+        try:
+            await app(scope, receive, with_headers)
+        except Exception as exc:  # a bug: one JSON log line, never a traceback in the person's terminal
+            from synartesis.log import log
+            log("error", "the window could not answer a request", path=scope.get("path"), error=f"{type(exc).__name__}: {exc}")
+            if not started and scope["type"] == "http":
+                await self._send(JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500),
+                                 scope, receive, send)
 
 
 def _err(message: str, status: int = 400) -> JSONResponse:
@@ -90,9 +101,9 @@ async def _body(request: Request) -> dict:
     try:
         data = json.loads(await request.body() or b"{}")
     except ValueError:
-        raise SynartesisError("the request body is not JSON") from None
+        raise UsageError("the request body is not JSON") from None
     if not isinstance(data, dict):
-        raise SynartesisError("the request body must be a JSON object")
+        raise UsageError("the request body must be a JSON object")
     return data
 
 
@@ -225,6 +236,8 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
     async def decide(request: Request):
         from synartesis.services.runs import decide as decide_service, pick_gated
         aid = request.path_params["aid"]
+        if request.path_params["verb"] not in ("approve", "deny"):
+            raise _NotFound(f"no such decision {request.path_params['verb']!r}: approve or deny")
         approve = request.path_params["verb"] == "approve"
         data = await _body(request)
         by = str(data.get("by") or window.by)[:100]
@@ -246,13 +259,13 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
         elif data.get("run"):
             runs = [str(data["run"])]
         else:
-            raise SynartesisError("say what to undo: a conversation or a run")
+            raise UsageError("say what to undo: a conversation or a run")
         since = None
-        if data.get("since"):
-            since_run, since_seq = data["since"].get("run"), data["since"].get("seq")
-            if not isinstance(since_seq, int):
-                raise SynartesisError("since needs a run and a seq")
-            since = (str(since_run), since_seq)
+        given = data.get("since")
+        if given:
+            if not isinstance(given, dict) or not isinstance(given.get("seq"), int):
+                raise UsageError("since needs a run and a seq")
+            since = (str(given.get("run")), given["seq"])
         return conv, runs, since
 
     async def undo(request: Request):
@@ -339,6 +352,7 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
 
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={SynartesisError: synartesis_error, _NotFound: not_found})
+    app.debug = False
     return GuardMiddleware(app, guard)
 
 

@@ -194,6 +194,11 @@ class Conversation:
         except (LinkError, SynartesisError) as exc:
             self._close_streaming()
             self.notice(str(exc), "error")
+        except Exception as exc:  # a bug: said in the conversation, never lost in a dead task
+            from synartesis.log import log
+            log("error", "a conversation turn failed", error=f"{type(exc).__name__}: {exc}")
+            self._close_streaming()
+            self.notice(f"internal error: {type(exc).__name__}: {exc}", "error")
         finally:
             # every tool call the model made gets an answer, or the next request is malformed
             for c in pending:

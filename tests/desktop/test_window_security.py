@@ -104,3 +104,20 @@ def test_the_page_loads_nothing_from_the_network():
         text = f.read_text(encoding="utf-8")
         assert not re.search(r"""(src|href|url|@import|fetch|EventSource)\s*[=(]?\s*["']?(https?:)?//""", text), f.name
         assert "innerHTML" not in text and "eval(" not in text and "document.write" not in text, f.name
+
+
+def test_hostile_requests_get_a_clear_error_and_no_traceback(window):
+    h = {"origin": window.base, "content-type": "application/json"}
+    assert window.client.post("/api/actions/abc/explode", content=b"{}", headers=h).status_code == 404
+    assert window.client.post("/api/conversations/nope/messages", content=b'{"text":"x"}', headers=h).status_code == 404
+    r = window.client.post("/api/conversations", content=b"{not json", headers=h)
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    r = window.client.post("/api/conversations", content=b"[1, 2]", headers=h)
+    assert r.status_code == 400 and "object" in r.json()["error"]
+    r = window.client.post("/api/actions/zz-not-an-id/approve", content=b"{}", headers=h)
+    assert r.status_code in (400, 409) and "error" in r.json()
+    r = window.client.post("/api/undo", content=b'{"since": {"run": "x", "seq": "1"}}', headers=h)
+    assert r.status_code == 400
+    r = window.client.put("/api/profiles/custom", content=b'{"baseUrl": "ftp://x"}', headers=h)
+    assert r.status_code == 400 and "http" in r.json()["error"]
+    assert window.proc.poll() is None
