@@ -37,8 +37,12 @@ def desktop_cmd(port: int = typer.Option(0, "--port", help="Port to listen on (d
         if not no_browser and not native:
             _open(url)
 
+    def no_window(url: str, why: str) -> None:
+        sys.stderr.write(f"synartesis: the native window could not open ({why}); using the browser\n")
+        _open(url)
+
     native = not no_browser and _has_webview()
-    raise typer.Exit(serve(launch, sock, ready, native=native))
+    raise typer.Exit(serve(launch, sock, ready, native=native, on_native_failed=no_window))
 
 
 def _has_webview() -> bool:

@@ -51,11 +51,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(launch: Launch, sock: socket.socket, on_ready: Callable[[str], None], native: bool = False) -> int:
+def serve(launch: Launch, sock: socket.socket, on_ready: Callable[[str], None], native: bool = False,
+          on_native_failed: Callable[[str, str], None] | None = None) -> int:
     """Serve until interrupted; ``on_ready(url)`` once the page can be loaded. Returns 0.
 
     ``native``: show the page in a pywebview window (the ``desktop`` extra) and stop when it
-    closes; pywebview needs the main thread, so the server then runs on another one.
+    closes; pywebview needs the main thread, so the server then runs on another one. When the
+    window cannot be opened (no GUI toolkit), ``on_native_failed(url, why)`` is called and the
+    server goes on until Ctrl+C.
     """
     from synartesis.desktop.keys import KeyStore
     keys = KeyStore()  # finds the keychain on a thread while the server's modules load
@@ -111,8 +114,19 @@ def serve(launch: Launch, sock: socket.socket, on_ready: Callable[[str], None], 
     while not opened.wait(0.1):
         if not thread.is_alive():
             return 1
-    webview.create_window("synartesis", guard.url, width=1280, height=800, min_size=(420, 560))
-    webview.start()
+    import logging
+    logging.getLogger("pywebview").setLevel(logging.CRITICAL)  # its toolkit probing logs tracebacks; we say why
+    try:
+        webview.create_window("synartesis", guard.url, width=1280, height=800, min_size=(420, 560))
+        webview.start()
+    except Exception as exc:  # no GUI toolkit for pywebview here: keep serving for a browser
+        if on_native_failed is not None:
+            on_native_failed(guard.url, f"{type(exc).__name__}: {exc}")
+        try:
+            while thread.is_alive():
+                thread.join(0.5)
+        except KeyboardInterrupt:
+            pass
     server.should_exit = True
     thread.join(20)
     return 0

@@ -4,6 +4,7 @@ own Host name, never from another site's Origin; and the page loads nothing from
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -20,8 +21,8 @@ from synartesis.desktop.guard import Guard, check_loopback
 def window(tmp_path_factory):
     """One window for the module (no policy: these tests never start a server)."""
     home = tmp_path_factory.mktemp("security-home")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "SYNARTESIS_HOME": str(home / ".synartesis"),
-           "PYTHONPATH": ":".join(p for p in sys.path if p)}
+    env = dict(os.environ, HOME=str(home), SYNARTESIS_HOME=str(home / ".synartesis"), XDG_CONFIG_HOME=str(home / ".config"),
+               CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex"), APPDATA=str(home))
     desk = Desktop(env=env, cwd=home)
     yield desk
     desk.stop()
