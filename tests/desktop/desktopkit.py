@@ -185,24 +185,30 @@ def tool_messages(request: dict) -> list[str]:
 
 
 FS_POLICY_SERVER = "files"
+MEMORY_ENTRY = REPO / ".servers" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 
 
-def write_fs_policy(home: Path, root: Path) -> Path:
-    """The shipped filesystem policy for a server named ``files`` serving ``root``, written to
-    ``$SYNARTESIS_HOME/synartesis.yaml`` the way ``synartesis init`` writes it (nothing started)."""
+def write_shipped_policy(home: Path, servers: dict[str, tuple[str, list[str]]]) -> Path:
+    """``$SYNARTESIS_HOME/synartesis.yaml`` from shipped policies, the way ``synartesis init``
+    writes them (nothing started): ``{name: (shipped policy id, command line)}``."""
     import yaml
-    shipped = yaml.safe_load((REPO / "policies" / "filesystem.yaml").read_text())
-    spec = shipped["servers"]["filesystem"]
-    spec.update(command="node", args=[str(FS_ENTRY), str(root)])
-    rules = []
-    for rule in shipped["tools"]:
-        text = json.dumps(rule).replace('"filesystem.', f'"{FS_POLICY_SERVER}.')
-        rules.append(json.loads(text))
-    policy = {"version": 1, "servers": {FS_POLICY_SERVER: spec}, "tools": rules}
+    policy: dict = {"version": 1, "servers": {}, "tools": []}
+    for name, (pid, argv) in servers.items():
+        shipped = yaml.safe_load((REPO / "policies" / f"{pid}.yaml").read_text())
+        spec = shipped["servers"][pid]
+        spec.update(command=argv[0], args=argv[1:])
+        policy["servers"][name] = spec
+        for rule in shipped["tools"]:
+            policy["tools"].append(json.loads(json.dumps(rule).replace(f'"{pid}.', f'"{name}.')))
     path = home / ".synartesis" / "synartesis.yaml"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.write_text(yaml.safe_dump(policy, sort_keys=False))
     return path
+
+
+def write_fs_policy(home: Path, root: Path) -> Path:
+    """The shipped filesystem policy for a server named ``files`` serving ``root``."""
+    return write_shipped_policy(home, {FS_POLICY_SERVER: ("filesystem", ["node", str(FS_ENTRY), str(root)])})
 
 
 class Desktop:

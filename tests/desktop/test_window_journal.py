@@ -165,3 +165,39 @@ def test_undo_halts_on_a_persons_edit_showing_both_values_and_force_overwrites_i
     assert target.read_text() == "v2 + a person's edit"
     forced = desk.post("/api/undo", {"conversation": conv["id"], "force": True, "yes": True})
     assert forced["reports"][0]["status"] == "rolled_back" and target.read_text() == "v1"
+
+
+def test_a_conversation_over_two_servers_is_undone_newest_first_across_both(fake_home, tmp_path, open_window,
+                                                                            monkeypatch):
+    from desktopkit import FS_ENTRY, MEMORY_ENTRY, write_shipped_policy
+    root = tmp_path / "root"
+    root.mkdir()
+    memory = tmp_path / "memory.jsonl"
+    monkeypatch.setenv("MEMORY_FILE_PATH", str(memory))
+    write_shipped_policy(fake_home, {"files": ("filesystem", ["node", str(FS_ENTRY), str(root)]),
+                                     "memory": ("memory", ["node", str(MEMORY_ENTRY)])})
+    note = root / "note.txt"
+    note.write_text("n0")
+    ada = {"name": "Ada", "entityType": "person", "observations": ["wrote programs"]}
+    desk, model = open_window([
+        {"tool_calls": [{"name": "files__write_file", "arguments": {"path": str(note), "content": "n1"}}]},
+        {"tool_calls": [{"name": "memory__create_entities", "arguments": {"entities": [ada]}}]},
+        {"tool_calls": [{"name": "files__write_file", "arguments": {"path": str(note), "content": "n2"}}]},
+        {"text": "All three done."},
+    ])
+    conv = _talk(desk, "note, remember Ada, note again")
+    assert [c["server"] for c in cards(conv)] == ["files", "memory", "files"]
+    assert note.read_text() == "n2" and "Ada" in memory.read_text()
+    conv = desk.wait(conv["id"], lambda c: len(c["runs"]) == 2 and c["ledger"]["calls"] == 3)
+    assert conv["ledger"]["compensable"] == 1 and conv["ledger"]["reversibleCaptured"] == 2
+
+    plan = desk.post("/api/undo", {"conversation": conv["id"], "dryRun": True})
+    assert note.read_text() == "n2" and len(plan["reports"]) == 2
+    done = desk.post("/api/undo", {"conversation": conv["id"]})
+    order = [(r["run"] == cards(conv)[1]["action"]["run"], s["seq"], s["kind"]) for r in done["reports"] for s in r["steps"]
+             if s["kind"] == "revert"]
+    assert [k for _, _, k in order] == ["revert", "revert", "revert"]
+    assert [is_memory for is_memory, _, _ in order] == [False, True, False]  # files seq 2, memory, files seq 1
+    assert note.read_text() == "n0" and "Ada" not in memory.read_text()
+    statuses = {r["id"]: r["status"] for r in json.loads(cli("list", "--json", cwd=tmp_path).stdout)}
+    assert [statuses[r] for r in conv["runs"]] == ["rolled_back", "rolled_back"]
