@@ -366,9 +366,21 @@ function renderReports(reports, dry) {
     body.push(el("h3", { text: `run ${r.run.slice(0, 8)}${r.forcePreview ? " · force preview" : dry ? " · the plan (dry run: nothing sent)" : ""}` }));
     for (const w of r.warnings || []) body.push(el("p", { class: "hint", text: "warning: " + w }));
     body.push(el("ol", { class: "steps" }, ...r.steps.map(stepLine)));
-    body.push(el("p", { class: "result-line", text: `result: ${r.status}${r.dryRun ? " (dry run)" : ""}` }));
+    // as the CLI says it: a halt before anything was put back changed nothing
+    const changed = r.steps.filter(s => (s.kind === "revert" && s.outcome !== "would call") ||
+      (s.kind === "already-reverted" && s.reason !== "already rolled back")).length;
+    const status = r.halted && !r.dryRun && !changed ? "halted — nothing was changed" : r.status;
+    body.push(el("p", { class: "result-line", text: `result: ${status}${r.dryRun ? " (dry run)" : ""}` }));
   }
   return body;
+}
+
+function ways(report, lead) {
+  return el("div", { class: "ways" },
+    el("p", { text: `${lead} at sequence ${report.halted.seq}: ${report.halted.reason}. Nothing older was touched. Three ways on:` }),
+    el("ol", {}, el("li", { text: "leave it as it is;" }),
+      el("li", { text: "put the resource back the way the run left it, then Replan;" }),
+      el("li", { text: "Force: first see what would be overwritten, then overwrite it." })));
 }
 
 let undoScope = null;
@@ -406,7 +418,12 @@ async function runUndo(flags) {
   }
   const body = renderReports(data.reports, data.dryRun);
   const close = el("button", { type: "button", class: "ghost", onclick: () => dlg.close(), text: flags.dryRun ? "Cancel" : "Close" });
-  if (flags.dryRun && !flags.force) {
+  if (flags.dryRun && halted) {
+    body.push(ways(halted, "The undo would halt here"));
+    buttons.replaceChildren(close,
+      el("button", { type: "button", class: "ghost", text: "Replan", onclick: () => runUndo({ dryRun: false, replan: true }) }),
+      el("button", { type: "button", class: "danger", text: "Preview force", onclick: () => runUndo({ dryRun: false, force: true }) }));
+  } else if (flags.dryRun && !flags.force) {
     const n = data.reports.reduce((k, r) => k + r.steps.filter(s => s.kind === "revert").length, 0);
     body.push(el("p", { text: `${n} would be reverted. Nothing has been changed yet.` }));
     buttons.replaceChildren(close, el("button", { type: "button", class: "danger", id: "confirm-undo", text: "Confirm undo",
@@ -418,10 +435,7 @@ async function runUndo(flags) {
     buttons.replaceChildren(close, el("button", { type: "button", class: "danger", text: "Overwrite (force)",
       onclick: () => runUndo({ dryRun: false, force: true, yes: true }) }));
   } else if (halted) {
-    body.push(el("div", { class: "ways" }, el("p", { text: `Halted at sequence ${halted.halted.seq}: ${halted.halted.reason}. Nothing older was touched. Three ways on:` }),
-      el("ol", {}, el("li", { text: "leave it as it is;" }),
-        el("li", { text: "put the resource back the way the run left it, then Replan;" }),
-        el("li", { text: "Force: first see what would be overwritten, then overwrite it." }))));
+    body.push(ways(halted, "Halted"));
     buttons.replaceChildren(close,
       el("button", { type: "button", class: "ghost", text: "Replan", onclick: () => runUndo({ dryRun: false, replan: true }) }),
       el("button", { type: "button", class: "danger", text: "Preview force", onclick: () => runUndo({ dryRun: false, force: true }) }));
