@@ -336,8 +336,8 @@ class Conversation:
             while True:
                 taken = {c.action["id"] for c in self.cards.values() if c is not card and c.action}
                 for run in reversed(link.run_ids):
-                    found = await jv.run(lambda j, r=run: JournalView.find_call(j, r, card.server, card.tool,
-                                                                                card.args, taken))
+                    found = await jv.run(lambda j, r=run, t=taken: JournalView.find_call(j, r, card.server, card.tool,
+                                                                                      card.args, t))
                     if found is not None:
                         card.run, card.action = run, found
                         self.changed()
