@@ -122,3 +122,14 @@ def test_hostile_requests_get_a_clear_error_and_no_traceback(window):
     r = window.client.put("/api/profiles/custom", content=b'{"baseUrl": "ftp://x"}', headers=h)
     assert r.status_code == 400 and "http" in r.json()["error"]
     assert window.proc.poll() is None
+
+
+def test_a_port_in_use_is_a_clear_configuration_error(tmp_path):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "synartesis", "desktop", "--no-browser", "--port", str(port)],
+                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
