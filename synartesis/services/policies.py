@@ -31,6 +31,7 @@ from typing import Any, Iterable
 import yaml
 
 from synartesis.errors import PolicyError
+from synartesis.services.declared import read_declaration
 
 __all__ = [
     "ServerPolicyPlan",
@@ -83,6 +84,8 @@ class ServerPolicyPlan:
         comments: comment lines for the top of this server's block (provenance, limits, TODOs).
         rule_comments: one list of comment lines per rule (same order as ``rules``).
         uncovered: advertised tools the adopted shipped policy does not mention (drafted).
+        declared: what the server declared about its tools and what the draft made of it,
+            one line each (a compensation drafted as compensable, or refused and why).
     """
 
     name: str
@@ -97,6 +100,7 @@ class ServerPolicyPlan:
     comments: list[str]
     rule_comments: list[list[str]] = field(default_factory=list)
     uncovered: list[str] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,16 +445,28 @@ def _glob_safe(name: str) -> bool:
     return bool(name) and "*" not in name
 
 
-def draft_rules(name: str, tools: list[dict]) -> tuple[list[dict], list[list[str]], int]:
-    """A fail-closed rule per tool (issue 5 item 4; reference-spec §7.2 init).
+def draft_rules(name: str, tools: list[dict], *, advertised: Iterable[str] | None = None,
+                notes: list[str] | None = None) -> tuple[list[dict], list[list[str]], int]:
+    """A fail-closed rule per tool (issue 5 item 4; reference-spec §7.2 init), using what the
+    server declares (issue 10 item 9, :mod:`synartesis.services.declared`).
 
-    ``annotations.readOnlyHint is True`` → ``readonly`` with a note that this is the
-    server's own claim; everything else → ``irreversible`` (held, ``gate: always``) with a
-    TODO. Each rule's comments carry the tool's description.
+    ``annotations.readOnlyHint is True`` (or ``_meta`` reversibility ``readonly``) →
+    ``readonly`` with a note that this is the server's own claim; a compensation declared in
+    ``_meta["dev.chronomcp/compensate"]`` with static paths → ``compensable`` with its inverse,
+    still held (``gate: always``) with a TODO until the person has checked it; everything else
+    (a refused compensation, contradicting claims, no claim) → ``irreversible`` (held) with a
+    TODO. Each rule's comments carry the tool's description and what the server declared.
 
+    Args:
+        advertised: every tool name the server lists (default: the names in ``tools``); a
+            declared compensation must name one of them.
+        notes: when given, one line per declared compensation (drafted or refused, and why)
+            is appended, for init's and install's output.
     Returns:
         (rules, rule_comments, todo_count)
     """
+    names = set(advertised) if advertised is not None else {
+        t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
     rules: list[dict] = []
     comments: list[list[str]] = []
     todo = 0
@@ -463,10 +479,21 @@ def draft_rules(name: str, tools: list[dict]) -> tuple[list[dict], list[list[str
         desc = describe_tool(tool)
         ann = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}
         lines = [f"{tname}: {desc}" if desc else f"{tname}: (no description)"]
-        if ann.get("readOnlyHint") is True:
-            lines.append("readonly because the server says so (readOnlyHint); verify it before relying on it.")
+        declared = read_declaration(name, tool, names)
+        lines += declared.lines
+        if notes is not None:
+            notes.extend(declared.notes)
+        if declared.cls == "compensable":
+            todo += 1
+            rules.append({"match": f"{name}.{tname}", "class": "compensable", "gate": "always",
+                          "inverse": declared.inverse,
+                          "note": "compensation declared by the server (dev.chronomcp/compensate), not checked"})
+        elif declared.cls == "readonly" or (declared.cls is None and ann.get("readOnlyHint") is True):
+            if declared.cls is None:
+                lines.append("readonly because the server says so (readOnlyHint); verify it before relying on it.")
             rules.append({"match": f"{name}.{tname}", "class": "readonly",
-                          "note": "readonly from the server's own readOnlyHint claim"})
+                          "note": "readonly from the server's own claim" if declared.cls else
+                          "readonly from the server's own readOnlyHint claim"})
         else:
             todo += 1
             lines += ["TODO: held for approval until you decide. If it changes nothing, make it",
@@ -566,7 +593,10 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
                           for r in rules]
             extra = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
                      and not any(rx.fullmatch(f"{name}.{t['name']}") for rx in covered_rx)]
-            d_rules, d_comments, todo = draft_rules(name, extra)
+            declared: list[str] = []
+            d_rules, d_comments, todo = draft_rules(name, extra, notes=declared,
+                                                    advertised=[t["name"] for t in tools if isinstance(t, dict)
+                                                                and isinstance(t.get("name"), str)])
             if d_comments:
                 d_comments[0] = [f"Not mentioned by the shipped {pid} policy, so drafted here:"] + d_comments[0]
             reason = (f"shipped {pid} policy ({shipped.provenance or 'no claim'}): every tool it names "
@@ -582,7 +612,7 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
                                     reason=reason, server=block, rules=rules + d_rules,
                                     comments=header,
                                     rule_comments=[list(c) for c in shipped.rule_comments] + d_comments,
-                                    uncovered=[t["name"] for t in extra])
+                                    uncovered=[t["name"] for t in extra], declared=declared)
         # recognised, but the shipped policy names tools this server does not have
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
         why = (f"recognised as {pid}, but {who} does not advertise {shown}, so the shipped policy "
@@ -609,16 +639,24 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
 
 def _drafted(name: str, command: str, args: list[str], tools: list[dict], *, cwd: str | None,
              origin: dict | None, pid: str | None, reason: str) -> ServerPolicyPlan:
-    rules, rule_comments, todo = draft_rules(name, tools)
+    declared: list[str] = []
+    rules, rule_comments, todo = draft_rules(name, tools, notes=declared)
+    drafted = sum(1 for r in rules if r.get("class") == "compensable")
+    if declared:
+        reason += (f"; {drafted} compensation(s) declared by the server drafted (not checked, held)"
+                   if drafted else "") + (f"; {len(declared) - drafted} declaration(s) refused"
+                                          if len(declared) > drafted else "")
     comments = [f"{name}: drafted by synartesis from the server's tools/list (no claim: provenance unset).",
                 f"  {reason}.",
-                "  Tools marked readonly say so themselves (readOnlyHint); everything else is held",
-                f"  for approval. {todo} TODO(s) below: review them, then run `synartesis check`."]
+                "  Tools marked readonly say so themselves (readOnlyHint); compensations the server",
+                "  declares are drafted but not checked; everything is held for approval until",
+                f"  reviewed. {todo} TODO(s) below: review them, then run `synartesis check`."]
     block = _server_block(command, args, cwd=cwd, provenance=None, origin=origin, env=None,
                           note=f"{SYNARTESIS_NOTE_PREFIX}: drafted from tools/list")
     return ServerPolicyPlan(name=name, source="drafted", policy_id=pid, provenance=None,
                             checked=False, todo_count=todo, reason=reason, server=block,
-                            rules=rules, comments=comments, rule_comments=rule_comments)
+                            rules=rules, comments=comments, rule_comments=rule_comments,
+                            declared=declared)
 
 
 # --------------------------------------------------------------------------------------------
@@ -668,8 +706,18 @@ def _small(v: Any) -> bool:
     return True
 
 
+_COMMENT_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _comment_line(line: str) -> str:
+    """One comment line as it may be written: a line break or control character (a tool name
+    or description from a server can hold any) would end the comment and let the rest be read
+    as policy, or make the file unreadable; each becomes a space."""
+    return _COMMENT_UNSAFE.sub(" ", str(line))
+
+
 def _comment_text(lines: list[str]) -> str:
-    return "\n".join(lines) if lines else ""
+    return "\n".join(_comment_line(x) for x in lines) if lines else ""
 
 
 def _rule_identity(rule: Any) -> tuple[str, str]:
@@ -818,7 +866,7 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
         if replacing:
             servers[plan.name] = block
         else:
-            servers[plan.name] = block
+            servers[_yaml_key(plan.name)] = block
             if plan.comments:
                 servers.yaml_set_comment_before_after_key(plan.name, before=_comment_text(plan.comments),
                                                           indent=indent_servers)
@@ -864,9 +912,40 @@ NEW_FILE_HEADER = (
     "`synartesis check`. A tool no rule matches is irreversible and held for approval.")
 
 
+#: Plain scalars YAML 1.1 reads as something other than a string (PyYAML resolves these).
+_YAML_SPECIAL = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"})
+
+
+def _plain_key(name: str) -> bool:
+    """True when ``name`` can be written as a plain YAML key and reads back as the same string.
+
+    ``true``, ``NULL``, ``on``, ``0x10``, ``1_000``, ``2024-01-01`` and ``.inf`` cannot (YAML reads
+    a boolean, null, a number or a date: issue 9 item 4); they are written double-quoted.
+    """
+    return bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name)) and name.lower() not in _YAML_SPECIAL
+
+
+def _yaml_key(name: str):
+    """A server key for the ruamel round trip: double-quoted unless :func:`_plain_key`."""
+    if _plain_key(name):
+        return name
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    return DoubleQuotedScalarString(name)
+
+
+# Characters YAML may not hold literally (outside its printable set) or that read badly:
+# C1 controls (U+0085 NEL reads as a line break), DEL, U+FEFF, U+FFFE/U+FFFF, line/paragraph separators and U+FFFD.
+_YAML_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffd\ufffe\uffff]")
+
+
 def _yaml_value(value: Any) -> str:
-    """A value as YAML flow text (JSON is valid YAML); U+FFFD spelled as its escape."""
-    return json.dumps(value, ensure_ascii=False).replace("\ufffd", "\\ufffd")
+    """A value as YAML flow text (JSON is valid YAML; JSON's ``\\uXXXX`` escapes are YAML's too).
+
+    Characters YAML cannot print (a DEL or C1 control in a server's argument made the whole
+    install fail validation) and U+FFFD are written as escapes.
+    """
+    return _YAML_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _render_new(plans: list[ServerPolicyPlan]) -> str:
@@ -874,8 +953,8 @@ def _render_new(plans: list[ServerPolicyPlan]) -> str:
     out = [f"# {line}".rstrip() for line in NEW_FILE_HEADER.splitlines()]
     out += ["version: 1", "servers:"]
     for plan in plans:
-        out += [f"  # {line}".rstrip() for line in plan.comments]
-        name = plan.name if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]*", plan.name) else _yaml_value(plan.name)
+        out += [f"  # {_comment_line(line)}".rstrip() for line in plan.comments]
+        name = plan.name if _plain_key(plan.name) else _yaml_value(plan.name)
         out.append(f"  {name}:")
         for key, value in plan.server.items():
             out.append(f"    {key}: {_yaml_value(value)}")
@@ -893,7 +972,7 @@ def _render_new(plans: list[ServerPolicyPlan]) -> str:
                 kind = f"shipped {plan.policy_id} policy" if plan.source == "shipped" else "drafted"
                 lines = [f"--- {plan.name}: {kind} (added by synartesis) ---"] + lines
                 first = False
-            out += [f"  # {line}".rstrip() for line in lines]
+            out += [f"  # {_comment_line(line)}".rstrip() for line in lines]
             for n, (key, value) in enumerate(rule.items()):
                 out.append(f"  {'-' if n == 0 else ' '} {key}: {_yaml_value(value)}")
     return "\n".join(out) + "\n"
