@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path[:0] = [str(REPO / "tests" / "desktop"), str(REPO / "tests")]
 
-from desktopkit import FS_ENTRY, Desktop, ScriptedModel, write_fs_policy  # noqa: E402
+from desktopkit import FS_ENTRY, Desktop, ScriptedModel, start, write_fs_policy  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -82,9 +82,8 @@ class _Spawned(Desktop):
 
     def __init__(self, cwd: Path) -> None:  # noqa: D107 - see class docstring
         import re
-        self.proc = subprocess.Popen([sys.executable, "-m", "synartesis", "desktop", "--no-browser"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                                     start_new_session=True)
+        self.proc = start([sys.executable, "-m", "synartesis", "desktop", "--no-browser"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
         self.lines = []
         self.url = self._wait_url()
         self.base = re.match(r"(http://[^/]+)", self.url).group(1)
@@ -143,8 +142,18 @@ def main() -> None:
     target = root / "read-me.txt"
     target.write_text("x" * 200 + "\n")
     manifest = write_fs_policy(home, root)
-    journal = manifest.parent / "journal.db"
 
+    import helpers
+    helpers._current = procs = helpers.Procs()  # every process the benchmark starts is reaped at the end
+    try:
+        _measure(opts, n, k, work, root, target, manifest)
+    finally:
+        helpers._current = None
+        procs.reap()
+
+
+def _measure(opts, n: int, k: int, work: Path, root: Path, target: Path, manifest: Path) -> None:
+    journal = manifest.parent / "journal.db"
     up = _startup(n, work)
     bare = asyncio.run(_sdk_calls(["node", str(FS_ENTRY), str(root)], str(target), k))
     from helpers import proxy_argv

@@ -211,14 +211,23 @@ def write_fs_policy(home: Path, root: Path) -> Path:
     return write_shipped_policy(home, {FS_POLICY_SERVER: ("filesystem", ["node", str(FS_ENTRY), str(root)])})
 
 
+def start(argv: list[str], **kwargs: Any) -> subprocess.Popen:
+    """Start a process in its own session: inside a test through ``helpers.spawn`` (registered,
+    so the ``procs`` fixture reaps it), outside one (the benchmark) as a plain Popen."""
+    import helpers
+    if helpers._current is not None:
+        return helpers.spawn(argv, **kwargs)
+    kwargs.setdefault("stdin", subprocess.DEVNULL)
+    return subprocess.Popen(argv, start_new_session=True, **kwargs)
+
+
 class Desktop:
     """``synartesis desktop --no-browser`` as a subprocess; ``url`` (with the token), ``base``,
     and an httpx client that has traded the token for the cookie."""
 
     def __init__(self, *args: str, env: dict | None = None, cwd: str | Path | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "synartesis", "desktop", "--no-browser", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=env or dict(os.environ), cwd=cwd, start_new_session=True)
+        self.proc = start([sys.executable, "-m", "synartesis", "desktop", "--no-browser", *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or dict(os.environ), cwd=cwd)
         self.lines: list[str] = []
         self.url = self._wait_url()
         m = re.match(r"(http://[^/]+)/\?token=(\S+)", self.url)

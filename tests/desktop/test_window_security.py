@@ -4,37 +4,30 @@ own Host name, never from another site's Origin; and the page loads nothing from
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 
 import httpx
 import pytest
 from desktopkit import Desktop
+from helpers import run
 
 from synartesis.desktop.app import STATIC
 from synartesis.desktop.guard import Guard, check_loopback
 
 
-@pytest.fixture(scope="module")
-def window(tmp_path_factory):
-    """One window for the module (no policy: these tests never start a server)."""
-    home = tmp_path_factory.mktemp("security-home")
-    env = dict(os.environ, HOME=str(home), SYNARTESIS_HOME=str(home / ".synartesis"), XDG_CONFIG_HOME=str(home / ".config"),
-               CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex"), APPDATA=str(home))
-    desk = Desktop(env=env, cwd=home)
+@pytest.fixture
+def window(tmp_path):
+    """A window with no policy (these tests never start a server)."""
+    desk = Desktop(cwd=tmp_path)
     yield desk
     desk.stop()
 
 
-PATHS = ["/", "/api/state", "/static/app.js", "/api/history", "/api/events"]
-
-
-@pytest.mark.parametrize("path", PATHS)
-def test_a_request_without_the_token_is_refused(window, path):
-    r = httpx.get(window.base + path, timeout=10)
-    assert r.status_code == 403 and "token" in r.text
+def test_a_request_without_the_token_is_refused(window):
+    for path in ("/", "/api/state", "/static/app.js", "/api/history", "/api/events"):
+        r = httpx.get(window.base + path, timeout=10)
+        assert r.status_code == 403 and "token" in r.text, path
 
 
 def test_a_wrong_token_is_refused_and_sets_no_cookie(window):
@@ -54,12 +47,12 @@ def test_the_token_becomes_an_httponly_strict_cookie_and_leaves_the_address(wind
     assert page.headers["cache-control"] == "no-store"
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1"])
-def test_a_foreign_origin_is_refused_even_with_the_cookie(window, origin):
-    r = window.client.get("/api/state", headers={"origin": origin})
-    assert r.status_code == 403 and "other sites" in r.text
-    r = window.client.post("/api/conversations", json={}, headers={"origin": origin})
-    assert r.status_code == 403
+def test_a_foreign_origin_is_refused_even_with_the_cookie(window):
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1"):
+        r = window.client.get("/api/state", headers={"origin": origin})
+        assert r.status_code == 403 and "other sites" in r.text, origin
+        r = window.client.post("/api/conversations", json={}, headers={"origin": origin})
+        assert r.status_code == 403, origin
     assert window.client.get("/api/state", headers={"origin": window.base}).status_code == 200
 
 
@@ -78,8 +71,8 @@ def test_a_change_must_be_json_so_a_plain_form_cannot_post(window):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "10.0.0.2", "example.com", ""])
 def test_a_host_that_is_not_loopback_is_refused_before_binding(host, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "synartesis", "desktop", "--no-browser", "--host", host],
-                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    r = run([sys.executable, "-m", "synartesis", "desktop", "--no-browser", "--host", host], text=True, timeout=60,
+            cwd=tmp_path)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "loopback" in r.stderr and "Traceback" not in r.stderr and "http://" not in r.stdout
 
@@ -130,6 +123,6 @@ def test_a_port_in_use_is_a_clear_configuration_error(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        r = subprocess.run([sys.executable, "-m", "synartesis", "desktop", "--no-browser", "--port", str(port)],
-                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        r = run([sys.executable, "-m", "synartesis", "desktop", "--no-browser", "--port", str(port)], text=True,
+                timeout=60, cwd=tmp_path)
     assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr

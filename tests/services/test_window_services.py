@@ -69,7 +69,7 @@ def test_a_policy_server_is_started_through_the_proxy_with_its_journal_and_sessi
     policy = parse_policy(POLICY, str(tmp_path / "synartesis.yaml"))
     launch = proxy_launch(policy, "files", manifest=tmp_path / "p.yaml", journal=tmp_path / "j.db",
                           environ={"HOME": "/home/alex", "PATH": "/bin"}, extra_env={"SYNARTESIS_SESSION": "c1"},
-                          entry_env=lambda o: None, entry_launch=lambda o: None)
+                          entry_env=lambda o: None)
     assert launch.argv == [sys.executable, "-m", "synartesis", "proxy", "--server", "files", "--manifest",
                            str(tmp_path / "p.yaml"), "--journal", str(tmp_path / "j.db"), "--", "node", "server.js", "/data"]
     assert launch.env["NOTES_DIR"] == "/home/alex/notes" and launch.env["SYNARTESIS_SESSION"] == "c1"
@@ -77,8 +77,7 @@ def test_a_policy_server_is_started_through_the_proxy_with_its_journal_and_sessi
 
 def test_a_server_that_cannot_be_started_here_says_why(tmp_path):
     policy = parse_policy(POLICY, str(tmp_path / "synartesis.yaml"))
-    kw = dict(manifest=tmp_path / "p", journal=tmp_path / "j", environ={}, entry_env=lambda o: None,
-              entry_launch=lambda o: None)
+    kw = dict(manifest=tmp_path / "p", journal=tmp_path / "j", environ={}, entry_env=lambda o: None)
     with pytest.raises(UsageError, match="no command"):
         proxy_launch(policy, "remote", **kw)
     with pytest.raises(UsageError, match="secret"):
