@@ -131,7 +131,8 @@ def test_arguments_that_are_not_json_are_reported_and_nothing_is_sent(files_root
     assert card["state"] == "error" and "not a JSON object" in card["error"] and card["action"] is None
     told = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
     assert "not a JSON object" in told[0]["content"]
-    assert desk.get("/api/history")["runs"][0]["actions"] == 0  # nothing reached the proxy
+    # nothing reached the proxy: a proxy makes its run at the first tools/call, so there is none
+    assert not any(r["actions"] for r in desk.get("/api/history")["runs"])
 
 
 def test_stop_cancels_a_streaming_answer(files_root, open_window):
