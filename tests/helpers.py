@@ -372,6 +372,15 @@ def kv_proxy(tmp_path: Path, seed: dict | None = None, policy: str = FAKE_POLICY
     manifest.write_text(policy)
     state.write_text(json.dumps({"k0": "v0", "k1": "v1"} if seed is None else seed, sort_keys=True, indent=1))
     return manifest, journal, state, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+def files_proxy(tmp_path: Path, fs_server: list[str], policy: str = "version: 1\nservers:\n  files: {}\ntools: []\n"
+                ) -> tuple[Path, list[str]]:
+    """A root folder for the filesystem server and the argv of a proxy in front of it
+    (journal ``j.db`` in ``tmp_path``); ``policy`` defaults to one holding every call."""
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
+    manifest = tmp_path / "synartesis.yaml"
+    manifest.write_text(policy)
+    return root, proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])
 
 
 def cli(*args: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 120,
