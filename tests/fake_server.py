@@ -7,6 +7,8 @@ Environment knobs:
 - ``FAKE_CRASH_ON_CALL=N``: exit(3) when the N-th tools/call arrives (before answering;
   with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
 - ``FAKE_REFUSE_PUT_VALUE=X``: ``put`` with value X answers isError.
+- ``FAKE_ERROR_AFTER_PUT=X``: ``put`` with value X is applied, then answered isError (a server
+  that reports an error although it wrote).
 - ``FAKE_LOG=FILE``: append every tools/call (name, arguments, _meta) to FILE as a JSON line.
 - ``FAKE_HANG=TOOL``: calls of TOOL are read and never answered (a server stuck mid-call).
 """
@@ -102,6 +104,9 @@ def main() -> None:
                 save()
                 if crash_on and calls == crash_on:
                     os._exit(3)
+                if os.environ.get("FAKE_ERROR_AFTER_PUT") is not None and str(args.get("value")) == os.environ["FAKE_ERROR_AFTER_PUT"]:
+                    result(mid, "quota exceeded (but the value was written)", error=True)
+                    continue
                 result(mid, {"ok": True, "key": args["key"]})
             elif name == "delete":
                 state.pop(args.get("key"), None)

@@ -13,13 +13,20 @@ import sys
 __all__ = ["main"]
 
 
+def _saga(**kw: object) -> str:
+    """Saga mode's rollback, given to the proxy from here (above both), so the proxy imports
+    nothing of the undo engine; loaded only when a call fails in saga mode."""
+    from synartesis.services.saga import rollback
+    return rollback(**kw)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m synartesis``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "proxy":
         from synartesis.proxy.main import main as proxy_main
 
-        sys.exit(proxy_main(args[1:]))
+        sys.exit(proxy_main(args[1:], saga_hook=_saga))
     from synartesis.cli.app import run
 
     sys.exit(run(args))

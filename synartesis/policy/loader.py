@@ -32,7 +32,7 @@ from synartesis.policy.source import decode_policy, read_policy_bytes
 __all__ = ["load_policy", "parse_policy"]
 
 _TOP_KEYS = {"version", "servers", "tools", "production_patterns"}
-_SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note"}
+_SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note", "saga"}
 _RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
 _PROVENANCE = ("live", "documented")
@@ -293,8 +293,11 @@ def _server(loc: _Located, name: str, spec: Any) -> ServerSpec:
     note = spec.get("note")
     if note is not None and not isinstance(note, str):
         raise loc.error(path + ("note",), "note must be a string")
+    saga = spec.get("saga", False)
+    if not isinstance(saga, bool):
+        raise loc.error(path + ("saga",), f"servers.{name}.saga must be true or false, not {saga!r}")
     return ServerSpec(name=name, command=command, args=args, env=dict(env), cwd=cwd,
-                      provenance=provenance, pins=dict(pins), origin=origin, note=note)
+                      provenance=provenance, pins=dict(pins), origin=origin, note=note, saga=saga)
 
 
 def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Rule:

@@ -144,6 +144,7 @@ class ServerSpec:
     pins: dict = field(default_factory=dict)
     origin: dict | None = None
     note: str | None = None
+    saga: bool = False  # a failed call rolls the run back before it is answered (issue 10 item 8)
 
 
 @dataclass(frozen=True)

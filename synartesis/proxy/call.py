@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SURROGATE_REFUSAL", "CallContext", "is_plain_read", "lone_surrogate", "tool_result"]
+__all__ = ["SURROGATE_REFUSAL", "CallContext", "error_answer", "is_plain_read", "lone_surrogate", "tool_result"]
 
 
 class CallContext:
@@ -15,11 +15,12 @@ class CallContext:
 
     ``line`` is the original frame, ``msg`` its parsed value, ``id_key`` its id as a map key.
     The engine fills ``answer`` (the server's response message, or None when the client
-    cancelled) and ``failure`` (a :class:`RequestFailed`) when the call settles.
+    cancelled) and ``failure`` (a :class:`RequestFailed`) when the call settles. With
+    ``hold_error`` (saga mode), an error answer is not forwarded: it waits in ``held``.
     """
 
-    __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "id_key", "line",
-                 "msg", "read", "settled", "timed_out", "waiter")
+    __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "held", "hold_error",
+                 "id_key", "line", "msg", "read", "settled", "timed_out", "waiter")
 
     def __init__(self, line: Any, msg: dict, id_key: str) -> None:
         self.line = line
@@ -35,6 +36,10 @@ class CallContext:
         self.deadline: float | None = None
         self.settled = False
         self.timed_out = False
+        # saga mode: an error answer is kept back (``held``, its frame) for the pipeline to
+        # send once the run has been rolled back, with what was rolled back said in it
+        self.hold_error = False
+        self.held: Any = None
 
 
 def is_plain_read(rule: Any) -> bool:
@@ -70,3 +75,14 @@ SURROGATE_REFUSAL = (
     "(a \\ud800-\\udfff escape that is not part of a pair), which is not Unicode text. Servers decode "
     "it differently (most replace it with U+FFFD), so what the call would do could not be recorded "
     "or undone faithfully. Send valid text instead.")
+
+
+def error_answer(msg: Any) -> bool:
+    """True for a JSON-RPC error or a ``CallToolResult`` with ``isError: true`` (``msg`` a dict
+    or a :class:`~synartesis.proxy.framing.LazyFrame`, parsed here)."""
+    if hasattr(msg, "parse") and not isinstance(msg, dict):
+        msg = msg.parse()
+    if not isinstance(msg, dict):
+        return False
+    result = msg.get("result")
+    return "error" in msg or (isinstance(result, dict) and result.get("isError") is True)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
-from synartesis.proxy.call import CallContext, is_plain_read, lone_surrogate, tool_result
+from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
 from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
 from synartesis.proxy.transport import RequestFailed, Upstream
 
@@ -47,7 +47,11 @@ if TYPE_CHECKING:
     from synartesis.proxy.pipeline import ReadOutcome
     from synartesis.proxy.recorder import JournalThread
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "id_key"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "SagaHook", "id_key"]
+
+#: ``hook(*, journal, run_id, server, request, policy, options, error) -> str``: rolls the run
+#: back (saga mode) and returns what the agent is told (``synartesis.services.saga.rollback``).
+SagaHook = Callable[..., str]
 
 INSTRUCTIONS = (
     "These tools are guarded by Synartesis, which records every change so it can be undone later.\n\n"
@@ -71,12 +75,16 @@ class EngineOptions:
         call_timeout: how long a forwarded ``tools/call`` may go unanswered (issue 9: 10 min).
         read_timeout: how long one of our own reads (pre-read, post-read, catalog) may take.
         max_snapshot_bytes: writes whose prior state is larger are refused.
+        saga: roll a run back when one of its calls fails (``proxy --saga``; per server:
+            ``servers.NAME.saga``).
         grace: each step of the server's shutdown (stdin closed, SIGTERM, SIGKILL).
         eof_drain: after client EOF, how long queued calls may take to finish.
     """
 
     def __init__(self, call_timeout: float | None = DEFAULT_CALL_TIMEOUT, read_timeout: float = 30.0,
-                 max_snapshot_bytes: int = 8 * 1024 * 1024, grace: float = 2.0, eof_drain: float = 60.0) -> None:
+                 max_snapshot_bytes: int = 8 * 1024 * 1024, grace: float = 2.0, eof_drain: float = 60.0,
+                 saga: bool = False) -> None:
+        self.saga = saga  # --saga: every server in saga mode (else servers.NAME.saga)
         self.call_timeout = call_timeout
         self.read_timeout = read_timeout
         self.max_snapshot_bytes = max_snapshot_bytes
@@ -108,13 +116,16 @@ class Engine:
         journal_path: the journal; opened, and created, at the first ``tools/call``.
         launch: ``{command, args, cwd}`` recorded with the run (arguments redacted).
         protected: extra files no guarded call may write without approval (the policy cache).
+        saga_hook: what rolls a run back in saga mode (given by the process's entry point,
+            so the proxy imports nothing of the undo engine: ``services.saga.rollback``).
     """
 
     def __init__(self, server: str, upstream: Upstream, send_to_client: Callable[[Any], None], *,
                  policy: Policy | None, journal_path: Path, options: EngineOptions,
                  launch: dict | None = None, policy_note: str | None = None,
-                 protected: list[str] | None = None) -> None:
+                 protected: list[str] | None = None, saga_hook: SagaHook | None = None) -> None:
         self.server = server
+        self.saga_hook = saga_hook
         self.upstream = upstream
         self.send_to_client = send_to_client
         self.policy = policy
@@ -329,6 +340,29 @@ class Engine:
         return run_read_sync(self.upstream.request, read, timeout=self.options.read_timeout,
                              max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta)
 
+    def request_for(self, server: str) -> Callable[..., Any]:
+        """The blocking ``request(method, params, *, timeout, meta)`` of ``server``'s connection."""
+        return self.upstream.request
+
+    def saga_enabled(self, server: str) -> bool:
+        """Is ``server`` in saga mode (``--saga`` or ``servers.NAME.saga``), with a hook to run it?"""
+        if self.saga_hook is None:
+            return False
+        spec = self.policy.servers.get(server) if self.policy is not None else None
+        return self.options.saga or bool(spec is not None and spec.saga)
+
+    def rollback(self, server: str, error: str) -> str:
+        """Saga mode: undo this run's actions over our own connection, newest first, with the
+        undo engine's checks; returns what the agent is told (``services.saga``)."""
+        assert self.saga_hook is not None and self.run_id is not None
+        return self.saga_hook(journal=self.journal, run_id=self.run_id, server=server,
+                              request=self.request_for(server), policy=self.policy, options=self.options,
+                              error=error)
+
+    def send_answer(self, ctx: CallContext, body: dict) -> None:
+        """Answer a call with ``body`` (a whole JSON-RPC response: a held one, amended)."""
+        self.send_to_client(dump(body))
+
     def pin_problem(self, server: str) -> str | None:
         """Why calls of ``server`` are refused because of pins (None when fine or unpinned)."""
         spec = self.policy.servers.get(server) if self.policy else None
@@ -535,7 +569,10 @@ class Engine:
             key = id_key(mid)
             ctx = self._inflight.pop(key, None)
             if ctx is not None:
-                self.send_to_client(line)
+                if ctx.hold_error and error_answer(msg):
+                    ctx.held = line  # saga mode: answered by the lane once the run is rolled back
+                else:
+                    self.send_to_client(line)
                 self._settle(ctx, msg, None)
                 return
             if key in self._expired:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 __all__ = ["USAGE", "main", "parse_args", "parse_call_timeout"]
 
@@ -35,10 +36,13 @@ options:
   --read-timeout S           seconds to wait for a pre-read (default: 30)
   --max-snapshot-bytes N     refuse writes whose prior state is larger (default: 8388608, or $SYNARTESIS_MAX_SNAPSHOT_BYTES)
   --log-level L              debug, info, warn, error, silent (default: info)
+  --saga                     saga mode for every server: a failed call first rolls back the run's
+                             earlier changes (per server: servers.NAME.saga: true in the policy)
 """
 
 _VALUE_FLAGS = {"--server", "--manifest", "--journal", "--call-timeout", "--read-timeout",
                 "--max-snapshot-bytes", "--log-level"}
+_BOOL_FLAGS = {"--saga"}
 
 
 def _fail(message: str, code: int) -> int:
@@ -64,6 +68,10 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
             opts["help"] = "1"
             i += 1
             continue
+        if tok in _BOOL_FLAGS:
+            opts[tok[2:]] = "1"
+            i += 1
+            continue
         name, eq, value = tok.partition("=")
         if name in _VALUE_FLAGS:
             if not eq:
@@ -75,7 +83,7 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
             i += 1
             continue
         if tok.startswith("-"):
-            raise ValueError(f"unknown flag {tok}; expected one of {', '.join(sorted(_VALUE_FLAGS))}")
+            raise ValueError(f"unknown flag {tok}; expected one of {', '.join(sorted(_VALUE_FLAGS | _BOOL_FLAGS))}")
         raise ValueError(f"unexpected argument {tok}; put the server's command after --")
     return opts, []
 
@@ -105,11 +113,16 @@ def _options(opts: dict[str, str]):
     cap = int(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or 8 * 1024 * 1024)
     if not read_timeout > 0 or cap <= 0:
         raise ValueError("the read timeout and the snapshot cap must be positive")
-    return EngineOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap)
+    return EngineOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap,
+                         saga="saga" in opts)
 
 
-def main(argv: list[str]) -> int:
-    """Run the proxy; return the process exit code."""
+def main(argv: list[str], saga_hook: Any = None) -> int:
+    """Run the proxy; return the process exit code.
+
+    ``saga_hook``: what rolls a run back in saga mode (the entry point passes
+    ``services.saga.rollback``; without one, saga mode is off).
+    """
     try:
         opts, command = parse_args(argv)
     except ValueError as exc:
@@ -136,7 +149,7 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         code = _fail(f"bad option value: {exc}", 2)
     else:
-        code = _run(opts, command, popen, options)
+        code = _run(opts, command, popen, options, saga_hook)
     if popen is not None and popen.poll() is None:
         _stop(popen)
     return code
@@ -159,7 +172,7 @@ def _stop(popen) -> None:
             pass
 
 
-def _run(opts, command, popen, options) -> int:
+def _run(opts, command, popen, options, saga_hook=None) -> int:
     from synartesis import log as logmod
     from synartesis.errors import PolicyError
     from synartesis.paths import Env, locate_journal, locate_policy
@@ -190,7 +203,7 @@ def _run(opts, command, popen, options) -> int:
         if policy is None:
             return _fail(f"no server command after -- and no policy at {policy_path}", 2)
         if server is None and len(policy.servers) >= 2:
-            return _serve_policy(policy, policy_path, journal_path, options, protected)
+            return _serve_policy(policy, policy_path, journal_path, options, protected, saga_hook)
         if server is None:
             server = next(iter(policy.servers))
         spec = policy.servers.get(server)
@@ -230,14 +243,14 @@ def _run(opts, command, popen, options) -> int:
     downstream = StdioDownstream()
     engine = Engine(server, upstream, downstream.send, policy=policy, journal_path=journal_path, options=options,
                     launch={"command": command[0], "args": command[1:], "cwd": os.getcwd()}, policy_note=note,
-                    protected=protected)
+                    protected=protected, saga_hook=saga_hook)
     try:
         return engine.serve(downstream)
     except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
         return _fail(str(exc), 1)
 
 
-def _serve_policy(policy, policy_path, journal_path, options, protected) -> int:
+def _serve_policy(policy, policy_path, journal_path, options, protected, saga_hook=None) -> int:
     """The policy form with two or more servers (``SERVER__tool`` names)."""
     from synartesis.errors import UpstreamError
     from synartesis.expand import expand_env
@@ -255,7 +268,7 @@ def _serve_policy(policy, policy_path, journal_path, options, protected) -> int:
         log("info", "policy", path=str(policy_path), server=name, provenance=spec.provenance or "no claim")
     downstream = StdioDownstream()
     engine = MultiEngine(launches, downstream.send, policy=policy, journal_path=journal_path, options=options,
-                         protected=protected)
+                         protected=protected, saga_hook=saga_hook)
     try:
         return engine.serve(downstream)
     except UpstreamError as exc:

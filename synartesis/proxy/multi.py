@@ -24,7 +24,7 @@ from typing import Any
 from synartesis import __version__
 from synartesis.log import log
 from synartesis.policy.model import Policy
-from synartesis.proxy.call import CallContext
+from synartesis.proxy.call import CallContext, error_answer
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
 from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync
@@ -49,11 +49,12 @@ class MultiEngine(Engine):
     """Several servers behind one client (see the module docstring)."""
 
     def __init__(self, launches: list[ServerLaunch], send_to_client: Any, *, policy: Policy,
-                 journal_path: Any, options: EngineOptions, protected: list[str] | None = None) -> None:
+                 journal_path: Any, options: EngineOptions, protected: list[str] | None = None,
+                 saga_hook: Any = None) -> None:
         self.launches = {launch.name: launch for launch in launches}
         self.upstreams: dict[str, Upstream] = {}
         super().__init__("", _NoUpstream(), send_to_client, policy=policy, journal_path=journal_path,
-                         options=options, protected=protected)
+                         options=options, protected=protected, saga_hook=saga_hook)
         self.capabilities: dict[str, dict] = {}
         self._owner: dict[str, str] = {}  # client request id → server it went to
         self._server_requests: dict[str, tuple[str, Any]] = {}
@@ -87,6 +88,9 @@ class MultiEngine(Engine):
         server, _ = self.route(ctx.msg["params"]["name"])
         self._owner[ctx.id_key] = server
         return self.upstreams[server]
+
+    def request_for(self, server: str) -> Any:
+        return self.upstreams[server].request
 
     def read(self, read: dict) -> ReadOutcome:
         up = self.upstreams.get(read["server"])
@@ -287,7 +291,10 @@ class MultiEngine(Engine):
             if ctx is None and key in self._expired:
                 self._expired.discard(key)
                 return
-            self.send_to_client(line)
+            if ctx is not None and ctx.hold_error and error_answer(msg):
+                ctx.held = line  # saga mode: answered by the lane once the run is rolled back
+            else:
+                self.send_to_client(line)
             if ctx is not None:
                 self._settle(ctx, msg, None)
             return

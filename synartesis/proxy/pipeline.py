@@ -91,6 +91,9 @@ class CallHost(Protocol):
     def report_timeout(self, ctx: CallContext) -> None: ...
     def read(self, read: dict) -> ReadOutcome: ...
     def record_read(self, item: dict) -> None: ...
+    def saga_enabled(self, server: str) -> bool: ...
+    def rollback(self, server: str, error: str) -> str: ...
+    def send_answer(self, ctx: CallContext, body: dict) -> None: ...
 
 
 # -- reads: one classification for the proxy and for undo ---------------------------------
@@ -310,6 +313,11 @@ def handle_call(host: CallHost, ctx: CallContext) -> None:
             else "journal failed after the call was sent", error=str(exc), tool=qualified)
         if not ctx.forwarded:
             host.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+    finally:
+        if ctx.held is not None:  # saga mode kept an answer back and could not amend it: it still goes out
+            ctx.held = None
+            answer = ctx.answer.parse() if isinstance(ctx.answer, LazyFrame) else ctx.answer
+            host.send_answer(ctx, answer)
 
 
 def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str, tool: str,
@@ -386,7 +394,8 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             j.mark_failed(action.id, f"held: {broken}")
             if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken) is None:
                 return
-    # 6. forward
+    # 6. forward (in saga mode an error answer is kept back until the run is rolled back)
+    ctx.hold_error = rule.cls != "readonly" and host.saga_enabled(server)
     if not host.forward(ctx, wait=True):  # not written: certainly not applied
         if ctx.cancelled:  # the client withdrew it while it waited its turn: no answer is due
             j.mark_failed(action.id, "the client cancelled the call before it was sent")
@@ -457,7 +466,9 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         j.mark_unknown(action_id, "outcome unknown: the server's answer was not JSON-RPC")
         return
     if "error" in msg:
-        j.mark_failed(action_id, f"the server answered with an error: {_error_message(msg.get('error') or {})}")
+        error = _error_message(msg.get("error") or {})
+        j.mark_failed(action_id, f"the server answered with an error: {error}")
+        _answer_held(host, ctx, msg, server_of(ctx, host), str(error))
         return
     result = msg.get("result")
     if isinstance(result, dict) and result.get("resultType") == "input_required":
@@ -466,7 +477,8 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
                       "is recorded as its own action", result)
         return
     if is_error(result):
-        j.mark_failed(action_id, f"the server refused the call: {error_text(result)}", result)
+        _error_after_write(host, action_id, rule, args, result, snapshot_out, read)
+        _answer_held(host, ctx, msg, server_of(ctx, host), error_text(result, 200))
         return
     notes: list[str] = []
     inverse: list | None = None
@@ -510,3 +522,79 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
                    inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
     if notes:
         log("warn", "applied with reservations", action=action_id, notes=notes)
+
+
+def server_of(ctx: CallContext, host: CallHost) -> str:
+    """The server a call went to."""
+    return host.route(ctx.msg["params"]["name"])[0]
+
+
+def _error_after_write(host: CallHost, action_id: str, rule: Rule, args: Any, result: Any,
+                       snapshot_out: ReadOutcome | None, read: dict | None) -> None:
+    """Journal a call the server answered with ``isError: true`` (issue 10 item 4).
+
+    An error is no proof that nothing happened. A readonly call failed. A write is read again
+    with its rule's pre-read (compared with the snapshot) or, with none, its ``verify`` read
+    (the resource the call makes: absent means nothing was made): unchanged → ``failed``,
+    changed → ``applied`` with the error kept and an inverse (so undo can put it back),
+    unreadable → ``unknown``. With no read to settle it, an error on a write is ``unknown``.
+    """
+    j = host.journal
+    error = error_text(result)
+    if rule.cls == "readonly":
+        j.mark_failed(action_id, f"the server refused the call: {error}", result)
+        return
+    scope: dict[str, Any] = {"args": args, "result": payload(result)}
+    if snapshot_out is not None and snapshot_out.kind == "present":
+        scope["snapshot"] = snapshot_out.payload
+    verify_read: dict | None = None
+    before: dict | None = None
+    if read is not None and snapshot_out is not None:
+        verify_read = {k: v for k, v in read.items() if k != "refuse_when"}
+        before = snapshot_out.observation()
+    elif rule.verify is not None:
+        try:
+            verify_read = resolve_call(rule.verify, scope)
+        except RefError:
+            verify_read = None  # e.g. it reads the id the call would have returned
+        before = {"present": False}  # what the call makes did not exist before it
+    reread: str | None = None
+    now: dict | None = None
+    if verify_read is not None:
+        now = host.read(verify_read).observation()
+        reread = "unreadable" if now is None else ("unchanged" if canonical(now) == canonical(before) else "changed")
+    inverse = None
+    if reread == "changed" and rule.inverse and not (snapshot_out is not None and snapshot_out.kind == "absent"
+                                                     and _uses_snapshot(rule)):
+        try:
+            inverse = [resolve_call(c, scope) for c in rule.inverse]
+        except RefError:
+            inverse = None  # left in place by undo, with the note saying why
+    status = j.mark_error_after_write(action_id, result=result, reread=reread, error=error, inverse=inverse,
+                                      verify=verify_read, post=now)
+    log("warn" if status != "failed" else "info", "the server reported an error", action=action_id,
+        status=status, error=error)
+
+
+def _answer_held(host: CallHost, ctx: CallContext, msg: dict, server: str, error: str) -> None:
+    """Saga mode: the error answer was kept back; roll the run back, then answer with what was
+    rolled back and what was left (issue 10 item 8). Always answers, even if the rollback fails."""
+    if ctx.held is None:
+        return
+    try:
+        told = host.rollback(server, error)
+    except Exception as exc:  # noqa: BLE001 - the agent still gets its answer
+        log("error", "saga rollback failed", error=f"{type(exc).__name__}: {exc}")
+        told = (f"Synartesis saga mode: this call failed ({error}), and rolling back the earlier changes failed too: "
+                f"{exc}. Nothing more was done; a person must look (`synartesis undo` shows the run).")
+    body = dict(msg)
+    if "error" in body and isinstance(body["error"], dict):
+        err = dict(body["error"])
+        err["message"] = f"{err.get('message', '')}\n\n{told}"
+        body["error"] = err
+    else:
+        result = dict(body.get("result") or {})
+        result["content"] = [*(result.get("content") or []), {"type": "text", "text": told}]
+        body["result"] = result
+    ctx.held = None
+    host.send_answer(ctx, body)

@@ -64,6 +64,8 @@ class UndoOptions:
         own_run: the caller is the live run's own proxy (saga mode): its liveness is no reason
             to refuse, and the run's status is left ``active`` (it goes on); the steps are
             the same.
+        skip_irreversible: leave irreversible calls in place even when the policy gives them
+            an inverse (saga mode never rolls them back).
     """
 
     run: str | None = None
@@ -75,6 +77,7 @@ class UndoOptions:
     yes: bool = False
     by: str = "unknown"
     own_run: bool = False
+    skip_irreversible: bool = False
     policy: Policy | None = None
     read_timeout: float = 30.0
     call_timeout: float = 60.0
@@ -512,6 +515,8 @@ class _Walk:
             return Step(a.seq, a.id, q, "already-reverted", "already rolled back", verified=True)
         if a.status in NEVER_APPLIED:
             return Step(a.seq, a.id, q, "skip", NEVER_APPLIED[a.status])
+        if opts.skip_irreversible and a.cls == "irreversible":
+            return Step(a.seq, a.id, q, "permanent", "irreversible: saga mode never rolls it back; left in place")
         if a.status in ("pending", "unknown"):
             if opts.force:
                 # a person looked at it and chose to go on: whatever it did stays as it is
