@@ -600,8 +600,9 @@ class HttpUpstream:
         if status == 401:
             www = response.headers.get("www-authenticate")
             self._problem(f"HTTP 401 from {safe_url(self.url)}")
-            log("error", self.sign_in_hint, server=self.label, www_authenticate=_short(www))
-            raise _Gone(self.sign_in_hint, sent=False, status=401, code=SIGN_IN_CODE)
+            reason = self._unauthorized_reason()
+            log("error", reason, server=self.label, www_authenticate=_short(www))
+            raise _Gone(reason, sent=False, status=401, code=SIGN_IN_CODE)
         if status == 202:
             raise _Gone("the server accepted the request without answering it", sent=True, status=202)
         if status >= 400:
@@ -805,7 +806,7 @@ class HttpUpstream:
             status = response.status_code
             await response.aclose()
             if status == 401:
-                raise _Gone(self.sign_in_hint, sent=False, status=401, code=SIGN_IN_CODE)
+                raise _Gone(self._unauthorized_reason(), sent=False, status=401, code=SIGN_IN_CODE)
             raise _Gone(f"{safe_url(self.url)} answered HTTP {status} to the SSE stream request", sent=False,
                         status=status)
         parser = SSEParser()
@@ -957,6 +958,15 @@ class HttpUpstream:
 
     def _problem(self, text: str) -> None:
         self._last_problem = text
+
+    def _unauthorized_reason(self) -> str:
+        """What a 401 means here: the entry's own credentials were refused, or a sign-in is
+        needed (with why the stored one did not do)."""
+        if "authorization" in self._static and self._auth is None:
+            return (f"{self.label} refused the credentials its entry gives (HTTP 401 from {safe_url(self.url)}); "
+                    "check the token the entry's headers name")
+        detail = getattr(self._auth, "problem", None)
+        return f"{self.sign_in_hint} ({detail})" if detail else self.sign_in_hint
 
     # -- shutdown ---------------------------------------------------------------------------
     async def _shutdown(self, grace: float) -> None:
