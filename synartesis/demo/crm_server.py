@@ -481,8 +481,10 @@ class _BearerCheck:
         await self.app(scope, receive, send)
 
 
-def _serve_http(server: MCPServer, host: str, port: int, token: str) -> None:
-    """Serve ``server`` over Streamable HTTP at ``/mcp`` until SIGTERM/SIGINT."""
+def _serve_http(server: MCPServer, host: str, port: int, token: str,
+                tls: tuple[str, str] | None = None) -> None:
+    """Serve ``server`` over Streamable HTTP at ``/mcp`` until SIGTERM/SIGINT (HTTPS with ``tls``:
+    certificate and key files)."""
     import socket
 
     import uvicorn
@@ -494,9 +496,10 @@ def _serve_http(server: MCPServer, host: str, port: int, token: str) -> None:
     sock.listen(128)
     bound = sock.getsockname()[1]
     app = _BearerCheck(server.streamable_http_app(host=host), token)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
+                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)
     shown = f"[{host}]" if ":" in host else host
-    sys.stderr.write(f"toy-crm: serving http://{shown}:{bound}/mcp\n")
+    sys.stderr.write(f"toy-crm: serving {'https' if tls else 'http'}://{shown}:{bound}/mcp\n")
     sys.stderr.flush()
     uvicorn.Server(config).run(sockets=[sock])
 
@@ -514,6 +517,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
                         help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on with --http (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port with --http (default 0: any free port)")
+    parser.add_argument("--tls-cert", default=None, help="with --http: serve HTTPS with this certificate (PEM)")
+    parser.add_argument("--tls-key", default=None, help="with --http: the certificate's private key (PEM)")
     parser.add_argument("--token-env", default="CRM_TOKEN",
                         help="environment variable holding the bearer token --http requires (default CRM_TOKEN)")
     return parser.parse_args(argv)
@@ -536,7 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         server = build_server(store)
     if args.http:
         try:
-            _serve_http(server, args.host, args.port, token)
+            _serve_http(server, args.host, args.port, token,
+                        (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None)
         except OSError as exc:
             sys.stderr.write(f"toy-crm: cannot listen on {args.host}:{args.port}: {exc}\n")
             return 1

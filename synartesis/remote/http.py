@@ -514,6 +514,9 @@ class HttpUpstream:
                 raise _Gone(f"could not connect to {safe_url(str(target))}: {_reason(exc)}", sent=False) from exc
             except httpx2.InvalidURL as exc:
                 raise _Gone(f"bad URL {safe_url(url)}: {exc}", sent=False) from exc
+            except (httpx2.TransportError, httpx2.DecodingError) as exc:
+                # the request was on its way: whether the server got (and ran) it is unknown
+                raise _Gone(f"the connection to {safe_url(str(target))} dropped: {_reason(exc)}", sent=True) from exc
             if response.status_code in (307, 308) and "location" in response.headers:
                 location = target.join(response.headers["location"])
                 await response.aclose()
@@ -1035,7 +1038,7 @@ def _reason(exc: BaseException) -> str:
     while seen.__cause__ is not None or seen.__context__ is not None:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
     text = str(seen) or str(exc) or type(exc).__name__
-    return text.strip()
+    return text.strip().rstrip(".")
 
 
 def _short(text: str | None) -> str | None:
