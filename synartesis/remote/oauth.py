@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import http.server
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -255,6 +256,7 @@ async def login(server: str, url: str, store: TokenStore, *, open_url: Callable[
         SynartesisError: the server does not use OAuth, or the flow failed (the message says
             which step; never a token).
     """
+    logging.getLogger("mcp").addHandler(logging.NullHandler())  # the SDK logs tracebacks; we say it in words
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.auth.exceptions import (
         OAuthFlowError,
@@ -333,7 +335,11 @@ async def login(server: str, url: str, store: TokenStore, *, open_url: Callable[
                     except httpx2.HTTPError:
                         pass
         except (OAuthFlowError, OAuthRegistrationError, OAuthTokenError) as exc:
-            raise SynartesisError(f"signing in to {server} failed: {exc}") from None
+            ctx = provider.context
+            hint = ("; the server publishes no OAuth metadata, so its credentials probably come from headers "
+                    "(an API key in the client entry)"
+                    if ctx.protected_resource_metadata is None and ctx.oauth_metadata is None else "")
+            raise SynartesisError(f"signing in to {server} failed: {exc}{hint}") from None
         except httpx2.HTTPError as exc:
             raise SynartesisError(f"signing in to {server} failed: cannot reach {safe_url(url)}: {exc}") from None
         ctx = provider.context
