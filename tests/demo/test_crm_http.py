@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import httpx2
-
 import netkit
 
 TOKEN = "crm-demo-token-0123456789abcdef"

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from synartesis.errors import UsageError
-from synartesis.remote.headers import HeaderSpec, parse_header, remote_entry, run_headers_helper
+from synartesis.remote.headers import (
+    HeaderSpec,
+    parse_header,
+    remote_entry,
+    run_headers_helper,
+)
 
 
 def test_claude_code_headers_keep_their_references_and_travel_in_env_not_args():

@@ -10,9 +10,9 @@ import json
 import queue
 import threading
 
+import netkit
 import pytest
 
-import netkit
 from synartesis.proxy.transport import RequestFailed
 from synartesis.remote.http import UNKNOWN_CODE, HttpUpstream, is_unknown_answer
 
@@ -34,7 +34,7 @@ class Hostile(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         Hostile.seen.append((self.path, body))
         msg = json.loads(body)

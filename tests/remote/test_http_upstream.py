@@ -13,11 +13,11 @@ import re
 import threading
 import time
 
+import netkit
 import pytest
 
 from synartesis.proxy.transport import RequestFailed
 from synartesis.remote.http import HttpUpstream, is_unknown_answer
-import netkit
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {"sampling": {}, "roots": {}},
         "clientInfo": {"name": "test", "version": "1"}}
@@ -134,7 +134,7 @@ def test_session_id_and_protocol_version_ride_on_every_request_after_the_handsha
         sid = up.session_id
         up.close()
         requests = [m.group(0) for m in re.finditer(rb"(?:POST|GET|DELETE) /mcp HTTP/1\.1\r\n.*?\r\n\r\n",
-                                                   bytes(relay.up), re.S)]
+                                                   bytes(relay.up), re.DOTALL)]
         first, *later = requests
         assert b"mcp-session-id" not in first.lower() and b"mcp-protocol-version" not in first.lower()
         assert b"accept: application/json, text/event-stream" in first.lower()

@@ -17,11 +17,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+import netkit
 import pytest
 from helpers import synartesis_argv
 
-import netkit
 from synartesis.paths import Env
+from synartesis.proxy.transport import RequestFailed
 from synartesis.remote.http import SIGN_IN_CODE, HttpUpstream
 from synartesis.remote.oauth import OAuthBearer
 from synartesis.remote.tokens import TokenStore
@@ -165,8 +166,9 @@ def test_a_sign_in_is_never_sent_to_another_origin(issued, store, tmp_path):
         assert login(server.url).returncode == 0
         up = upstream(store, f"http://127.0.0.1:{relay.port}/mcp")
         try:
-            with pytest.raises(Exception):
+            with pytest.raises(RequestFailed) as err:
                 up.request("initialize", INIT, timeout=20)
+            assert err.value.kind == "error" and "synartesis login notes" in err.value.message
         finally:
             up.close()
         assert store.get("notes").access_token.encode() not in bytes(relay.up)
