@@ -71,6 +71,17 @@ from synartesis.proxy.transport import (
     RequestFailed,
     RequestIds,
 )
+from synartesis.remote.frames import (
+    SIGN_IN_CODE,
+    UNKNOWN_CODE,
+    UNREACHABLE_CODE,
+    error_frame,
+    is_unknown_answer,
+    request_ids,
+)
+from synartesis.remote.frames import flatten as _flatten
+from synartesis.remote.frames import id_key as _id_key
+from synartesis.remote.frames import parse as _parse
 from synartesis.remote.sse import SSEParser
 
 __all__ = [
@@ -85,10 +96,6 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = "2025-06-18"
-#: JSON-RPC error codes of our own (the implementation-defined range, PROXY.md §3.7)
-UNREACHABLE_CODE = -32000  # not sent, or refused before it was processed
-SIGN_IN_CODE = -32002      # the server wants a sign-in we do not have
-UNKNOWN_CODE = -32003      # sent, answer lost: the outcome is unknown
 
 _ACCEPT_BOTH = "application/json, text/event-stream"
 _MODERN_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -133,43 +140,6 @@ def safe_url(url: str) -> str:
         return "<url>"
 
 
-def is_unknown_answer(msg: Any) -> bool:
-    """True for the error frame this module sends when a forwarded request's answer was lost
-    after it was sent (its outcome is unknown)."""
-    if not isinstance(msg, dict):
-        return False
-    err = msg.get("error")
-    data = err.get("data") if isinstance(err, dict) else None
-    mark = data.get("synartesis") if isinstance(data, dict) else None
-    return isinstance(mark, dict) and mark.get("outcome") == "unknown"
-
-
-def _flatten(body: bytes) -> bytes:
-    """A JSON body or SSE data as one stdio frame: surrounding whitespace dropped, inner line
-    breaks (whitespace between JSON tokens) turned into spaces."""
-    body = body.strip()
-    if b"\n" in body or b"\r" in body:
-        body = body.replace(b"\r\n", b" ").replace(b"\n", b" ").replace(b"\r", b" ")
-    return body
-
-
-def _parse(frame: bytes) -> Any:
-    try:
-        return json.loads(frame)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _id_key(value: Any) -> str:
-    """A JSON-RPC id as a dictionary key (``1`` and ``1.0`` are one id, as servers answer)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return "n:" + repr(float(value))
-        except OverflowError:
-            return "n:" + str(value)
-    return json.dumps(value, sort_keys=True)
-
-
 def _same_origin(a: httpx2.URL, b: httpx2.URL) -> bool:
     if (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port):
         return True
@@ -192,11 +162,7 @@ class _Outgoing:
     @property
     def request_ids(self) -> list[Any]:
         """The ids this frame expects answers for (a request, or the requests of a batch)."""
-        if isinstance(self.msg, dict):
-            return [self.msg["id"]] if "method" in self.msg and "id" in self.msg else []
-        if isinstance(self.msg, list):
-            return [m["id"] for m in self.msg if isinstance(m, dict) and "method" in m and "id" in m]
-        return []
+        return request_ids(self.msg)
 
     @property
     def modern_version(self) -> str | None:
@@ -943,16 +909,11 @@ class HttpUpstream:
                                                         "message": gone.reason} if kind == "error" else None))
                 continue
             if gone.sent:
-                error = {"code": UNKNOWN_CODE,
-                         "message": f"synartesis: {self.label}: {gone.reason}; whether the server carried the "
-                                    "request out is unknown",
-                         "data": {"synartesis": {"outcome": "unknown"}}}
+                frame = error_frame(rid, UNKNOWN_CODE, f"synartesis: {self.label}: {gone.reason}; whether the "
+                                    "server carried the request out is unknown", "unknown")
             else:
-                error = {"code": gone.code or UNREACHABLE_CODE, "message": f"synartesis: {gone.reason}",
-                         "data": {"synartesis": {"outcome": "not sent"}}}
-            reply = {"jsonrpc": "2.0", "id": rid, "error": error}
-            self._deliver(json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
-                                                                                               "surrogatepass"), reply)
+                frame = error_frame(rid, gone.code or UNREACHABLE_CODE, f"synartesis: {gone.reason}", "not sent")
+            self._deliver(frame, _parse(frame))
 
     def _answer_all(self, out: _Outgoing, code: int, message: str, sent: bool) -> None:
         ids = out.request_ids
