@@ -89,7 +89,7 @@ class ServeConfig:
 
     token: str
     servers: list[str]
-    allowed_hosts: set[str]
+    allowed_hosts: set[str] = field(default_factory=set)
     allowed_origins: set[str] = field(default_factory=set)
     max_body: int = 16 * 1024 * 1024
     idle_timeout: float = 1800.0
@@ -480,9 +480,8 @@ class ServeApp:
         await self.close_all(max(0.0, end - time.monotonic()))
 
     async def _reap_idle(self) -> None:
-        period = max(0.5, min(30.0, self.config.idle_timeout / 4))
         while True:
-            await asyncio.sleep(period)
+            await asyncio.sleep(max(0.1, min(1.0, self.config.idle_timeout / 4)))
             now = time.monotonic()
             for s in list(self.sessions.values()):
                 busy = s.posts or (s.get is not None and s.get.open)
