@@ -209,24 +209,14 @@ class Relay:
                 dst.sendall(data)
         except OSError:
             pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
+        _shut(src, dst, close=True)
 
     def cut(self) -> None:
         """Drop every open connection (both sides)."""
         with self._lock:
             conns, self._conns = self._conns, []
         for pair in conns:
-            for s in pair:
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
+            _shut(*pair, close=True)
 
     def close(self) -> None:
         self._stopped = True
@@ -290,11 +280,17 @@ def _splice(a: socket.socket, b: socket.socket) -> None:
             b.sendall(data)
     except OSError:
         pass
-    for s in (a, b):
+    _shut(a, b, close=False)
+
+
+def _shut(*socks: socket.socket, close: bool) -> None:
+    for s in socks:
         try:
             s.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        if close:
+            s.close()
 
 
 @dataclass
