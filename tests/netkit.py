@@ -157,7 +157,8 @@ class Relay:
 
     Attributes:
         mode: ``"pass"``; ``"swallow"`` (client bytes reach the server, nothing comes back,
-            then the connection is cut once the server has answered); ``"refuse"`` (new
+            then the connection is cut once the server has answered; with ``swallow_if`` set,
+            only on a connection whose request bytes contained it); ``"refuse"`` (new
             connections are closed at once).
         up, down: every byte seen client→server and server→client.
     """
@@ -165,6 +166,7 @@ class Relay:
     def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
         self.target = (target_host, target_port)
         self.mode = "pass"
+        self.swallow_if: bytes | None = None
         self.up = bytearray()
         self.down = bytearray()
         self._lock = threading.Lock()
@@ -193,10 +195,12 @@ class Relay:
                 continue
             with self._lock:
                 self._conns.append((client, upstream))
-            threading.Thread(target=self._pump, args=(client, upstream, self.up, False), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, self.down, True), daemon=True).start()
+            seen = bytearray()  # this connection's request bytes
+            threading.Thread(target=self._pump, args=(client, upstream, self.up, False, seen), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, self.down, True, seen), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, log: bytearray, downstream: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, log: bytearray, downstream: bool,
+              seen: bytearray) -> None:
         try:
             while True:
                 data = src.recv(65536)
@@ -204,7 +208,9 @@ class Relay:
                     break
                 with self._lock:
                     log += data
-                if downstream and self.mode == "swallow":
+                    if not downstream:
+                        seen += data
+                if downstream and self.mode == "swallow" and (self.swallow_if is None or self.swallow_if in seen):
                     break  # the server answered; the client never sees it
                 dst.sendall(data)
         except OSError:
