@@ -6,6 +6,7 @@ and stops): the ``Host`` header is one of the allowed names (DNS rebinding) → 
 ``Origin``, when sent, is allowed → 403; ``GET /health`` answers here; the bearer token matches
 (constant time) → 401; the path is ``/servers/NAME/mcp`` for a served NAME → 404; the method is
 POST, GET or DELETE → 405; a body over the cap (``Content-Length`` or as read) → 413.
+While draining (SIGTERM), new sessions and new ``tools/call`` s get 503.
 
 Sessions: an ``initialize`` POST without ``Mcp-Session-Id`` opens one (a new upstream and
 engine, :class:`Backend`); every later request must carry the id (unknown → 404, missing →
@@ -107,9 +108,11 @@ class _Stream:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.open = True
 
-    def put(self, frame: bytes | None) -> None:
+    def put(self, frame: bytes | None, last: bool = False) -> None:
+        """Queue a frame; ``last``: it is the answer that completes this POST (the stream ends
+        after writing it, never before: progress may still be queued ahead of it)."""
         if self.open:
-            self.queue.put_nowait(frame)
+            self.queue.put_nowait((frame, last))
 
 
 class _Session:
@@ -273,7 +276,7 @@ class ServeApp:
             await self._json(send, 400, {"jsonrpc": "2.0", "id": None,
                                          "error": {"code": -32700, "message": "Parse error"}})
             return
-        if self.draining:
+        if self.draining and _starts_work(msg):
             await self._plain(send, 503, "synartesis serve is shutting down", extra=[(b"retry-after", b"5")])
             return
         sid = headers.get("mcp-session-id")
@@ -358,12 +361,12 @@ class ServeApp:
                 if getter not in done:
                     getter.cancel()
                     return
-                frame = getter.result()
+                frame, last = getter.result()
                 if frame is None:
                     break
                 await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
                             "more_body": True})
-                if stream.kind == "post" and not stream.waiting:
+                if last:
                     break
             await send({"type": "http.response.body", "body": b""})
         finally:
@@ -421,13 +424,14 @@ class ServeApp:
         msg = parse(frame)
         items = msg if isinstance(msg, list) else [msg]
         target: _Stream | None = None
+        last = False
         for item in items:
             if isinstance(item, dict) and "method" not in item and "id" in item:
                 key = id_key(item["id"])
                 stream = session.pending.pop(key, None)
                 if stream is not None:
                     stream.waiting.discard(key)
-                    target = stream
+                    target, last = stream, not stream.waiting
         if target is None and isinstance(msg, dict) and msg.get("method") == "notifications/progress":
             params = msg.get("params")
             token = params.get("progressToken") if isinstance(params, dict) else None
@@ -441,7 +445,7 @@ class ServeApp:
         if target is None:
             session.backlog.append(frame)
             return
-        target.put(frame)
+        target.put(frame, last)
 
     # -- ending sessions ----------------------------------------------------------------------
     async def _close_session(self, session: _Session, drain: float) -> None:
@@ -460,7 +464,8 @@ class ServeApp:
             stream.waiting.discard(key)
             stream.put(error_frame(stream.ids.get(key), UNKNOWN_CODE,
                                    f"synartesis: the session with {session.server} ended before it answered; "
-                                   "whether the call was carried out is unknown (see `synartesis show`)", "unknown"))
+                                   "whether the call was carried out is unknown (see `synartesis show`)", "unknown"),
+                       not stream.waiting)
         session.pending.clear()
         for stream in [*session.posts, *([session.get] if session.get else [])]:
             stream.put(None)
@@ -507,6 +512,14 @@ class ServeApp:
         await send(_response_start(status, [(b"content-type", b"application/json"),
                                             (b"content-length", str(len(body)).encode())]))
         await send({"type": "http.response.body", "body": body})
+
+
+def _starts_work(msg: Any) -> bool:
+    """While draining, what is refused: new sessions and new ``tools/call`` s. The rest (a
+    client's ``tools/list`` after a call, a response, a notification) still goes through, so
+    the calls in flight can finish."""
+    items = msg if isinstance(msg, list) else [msg]
+    return any(isinstance(m, dict) and m.get("method") in ("initialize", "tools/call") for m in items)
 
 
 async def _wait_disconnect(receive: Callable) -> None:
