@@ -12,6 +12,12 @@ Contract (DESIGN §8, CLIENTS.md §2, STYLE habits 1–2):
   overwritten, with a small ``.meta.json`` beside it naming the original path.
 - :func:`atomic_write` is the same temp+fsync+replace for files synartesis owns (the user
   policy, the install record), created 0600 unless they exist with another mode.
+- Temporary files are named ``.<name>.<pid>.<random>.synartesis-tmp`` beside their target and
+  exist only while one write runs: an error, Ctrl+C, SIGTERM or SIGHUP removes them; after a
+  SIGKILL :func:`leftover_temps` finds them (their process is gone) and the next install,
+  uninstall or status removes them (issue 9 item 11).
+- Folders synartesis creates are 0700 whatever the umask, every level (issue 9 item 12);
+  :func:`tighten` brings a file or folder of ours back to its private mode.
 No other module opens a file for writing.
 """
 
@@ -20,13 +26,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from synartesis.canonical import sha256_hex
 from synartesis.errors import ConflictError, SynartesisError
@@ -41,7 +50,13 @@ __all__ = [
     "replace_checked",
     "atomic_write",
     "remove_owned",
+    "TEMP_SUFFIX",
+    "leftover_temps",
+    "remove_leftovers",
+    "tighten",
 ]
+
+TEMP_SUFFIX = ".synartesis-tmp"
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -66,13 +81,149 @@ def resolve_target(path: Path) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700; tighten it to 0700 if it already exists."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if os.name == "posix":
+    """Create ``path`` with mode 0700, and every missing parent too, whatever the umask
+    (``mkdir(parents=True)`` gives parents the umask's mode: 0777 at umask 000); tighten
+    ``path`` itself to 0700 if it already exists. Existing parents are left alone."""
+    path = Path(path)
+    missing: list[Path] = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        if os.name == "posix":
+            os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
+    if os.name == "posix" and path.is_dir():
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode != 0o700:
             os.chmod(path, 0o700)
     return path
+
+
+def tighten(path: Path, mode: int) -> int | None:
+    """Set ``path`` (a file or folder of ours) to ``mode`` if it allows more than that.
+
+    Returns:
+        The mode it had when it was changed, else None (already private, missing, not POSIX).
+    """
+    if os.name != "posix":
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return None
+    have = stat.S_IMODE(st.st_mode)
+    if have & ~mode & 0o777 == 0:
+        return None
+    try:
+        os.chmod(path, mode)
+    except OSError:
+        return None
+    return have
+
+
+_PID_PART = re.compile(r"^(?:(\d+)\.)?[A-Za-z0-9_]+$")
+
+
+def leftover_temps(target: Path, *, stale_after: float = 3600.0) -> list[Path]:
+    """Temporary files of ours beside ``target`` that no running write owns.
+
+    A name carries the pid of the process writing it: it is a leftover when that process is
+    gone (or is this one), or when the file is older than ``stale_after`` seconds (the pid may
+    have been reused). Names without a pid (written by older versions) count after 10 s.
+    """
+    target = Path(target)
+    prefix = f".{target.name}."
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return []
+    out: list[Path] = []
+    now = time.time()
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(TEMP_SUFFIX)):
+            continue
+        m = _PID_PART.match(name[len(prefix):-len(TEMP_SUFFIX)])
+        if m is None:
+            continue
+        p = target.parent / name
+        try:
+            age = now - p.lstat().st_mtime
+        except OSError:
+            continue
+        pid = int(m.group(1)) if m.group(1) else None
+        if pid is None:
+            stale = age > 10
+        elif pid == os.getpid():
+            stale = True
+        else:
+            stale = age > stale_after or not _alive(pid)
+        if stale:
+            out.append(p)
+    return sorted(out)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True
+    return True
+
+
+def remove_leftovers(paths: list[Path]) -> list[Path]:
+    """Delete leftover temporary files found by :func:`leftover_temps`; the ones removed."""
+    done = []
+    for p in paths:
+        if Path(p).name.endswith(TEMP_SUFFIX):
+            try:
+                Path(p).unlink()
+                done.append(Path(p))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                pass
+    return done
+
+
+@contextmanager
+def _removed_on_signal(paths: list[Path]) -> Iterator[None]:
+    """While a temporary file exists, SIGTERM/SIGHUP remove it before they end the process
+    (Ctrl+C and errors are handled by the callers' ``except BaseException``)."""
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, object] = {}
+
+    def handler(signum: int, frame: object) -> None:
+        for p in paths:
+            _discard(p)
+        signal.signal(signum, previous.get(signum) or signal.SIG_DFL)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+    finally:
+        for sig, prev in previous.items():
+            try:
+                signal.signal(sig, prev)  # type: ignore[arg-type]
+            except (ValueError, OSError, TypeError):
+                pass
 
 
 def _slug(path: Path) -> str:
@@ -98,6 +249,8 @@ def _fsync_dir(directory: Path) -> None:
 def _write_new(path: Path, data: bytes, mode: int) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
     try:
+        if os.name == "posix":
+            os.fchmod(fd, mode)  # exactly ``mode``, whatever the umask
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -173,9 +326,12 @@ def _discard(tmp: Path) -> None:
         pass
 
 
-def _temp_beside(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".synartesis-tmp", dir=target.parent)
+def _temp_beside(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None,
+                 live: list[Path] | None = None) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=target.parent)
     tmp = Path(name)
+    if live is not None:
+        live.append(tmp)  # from now on a SIGTERM removes it
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -215,8 +371,21 @@ def replace_checked(path: Path, expected: bytes, new: bytes, *,
         raise SynartesisError(f"{path} is read-only; not changing its permissions, nothing written")
     mode = stat.S_IMODE(st.st_mode)
     owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    live: list[Path] = []
+    with _removed_on_signal(live):
+        _replace_checked(path, target, expected, new, mode, owner, live, before_compare)
+    _fsync_dir(target.parent)
+    if read_bytes(target) != new:
+        raise ConflictError(f"{path} was changed again right after synartesis wrote it; "
+                            "check it with `synartesis status`")
+    return target
+
+
+def _replace_checked(path: Path, target: Path, expected: bytes, new: bytes, mode: int,
+                     owner: tuple[int, int] | None, live: list[Path],
+                     before_compare: Callable[[], None] | None) -> None:
     try:
-        tmp = _temp_beside(target, new, mode, owner)
+        tmp = _temp_beside(target, new, mode, owner, live)
     except OSError as exc:
         raise SynartesisError(f"cannot write beside {target}: {exc.strerror or exc}") from None
     try:
@@ -233,11 +402,8 @@ def replace_checked(path: Path, expected: bytes, new: bytes, *,
     except BaseException:
         _discard(tmp)
         raise
-    _fsync_dir(target.parent)
-    if read_bytes(target) != new:
-        raise ConflictError(f"{path} was changed again right after synartesis wrote it; "
-                            "check it with `synartesis status`")
-    return target
+    finally:
+        live.clear()
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -257,12 +423,16 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
             mode = stat.S_IMODE(target.stat().st_mode)
         except FileNotFoundError:
             pass
-        tmp = _temp_beside(target, data, mode, None)
-        try:
-            _replace(tmp, target)
-        except BaseException:
-            _discard(tmp)
-            raise
+        live: list[Path] = []
+        with _removed_on_signal(live):
+            tmp = _temp_beside(target, data, mode, None, live)
+            try:
+                _replace(tmp, target)
+            except BaseException:
+                _discard(tmp)
+                raise
+            finally:
+                live.clear()
     except OSError as exc:
         raise SynartesisError(f"cannot write {path}: {exc.strerror or exc}") from None
     _fsync_dir(target.parent)

@@ -71,3 +71,46 @@ DESKTOP = """{
   },
   "globalShortcut": ""
 }"""
+
+
+class CliResult:
+    """What :func:`cli` saw: exit code and the two streams."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def cli(cwd: Path, *args: str) -> CliResult:
+    """Run the real CLI in this process (much cheaper than a subprocess for large matrices).
+
+    stdout/stderr are strict UTF-8 streams, as a real terminal or pipe is, so text that cannot
+    be encoded (a lone surrogate) fails here as it would for a user; any exception that escapes
+    the CLI is returned as a traceback on stderr with exit code 99.
+    """
+    import io
+    import traceback
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from synartesis.cli.app import run
+
+    streams = [io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
+               for _ in range(2)]
+    old = os.getcwd()
+    os.chdir(cwd)
+    tb = ""
+    try:
+        with redirect_stdout(streams[0]), redirect_stderr(streams[1]):
+            try:
+                code = run(list(args))
+            except BaseException:  # noqa: BLE001 - a test wants to see it, never to lose it
+                code, tb = 99, traceback.format_exc()
+    finally:
+        os.chdir(old)
+    texts = []
+    for s in streams:
+        try:
+            s.flush()
+        except UnicodeError:
+            pass
+        texts.append(s.buffer.getvalue().decode("utf-8", "backslashreplace"))  # type: ignore[attr-defined]
+    return CliResult(code, texts[0], texts[1] + tb)

@@ -1,8 +1,9 @@
 """`synartesis install`, `status`, `uninstall`: parse options, call the services, render.
 
 Exit codes (DESIGN §9): 0 success; 1 a file was refused (changed meanwhile, could not be
-parsed or written), confirmation declined, or status found something uncovered; 2 usage
-(unknown client, no terminal to confirm on and no ``--yes``).
+written, an entry could not be edited safely), confirmation declined, or status found
+something uncovered; 2 usage (unknown client, no terminal to confirm on and no ``--yes``) or
+a client config that is not valid (it does not parse, or servers are not an object).
 """
 
 from __future__ import annotations
@@ -74,14 +75,26 @@ def _write_plain(text: str) -> None:
     sys.stdout.flush()
 
 
-def _diff(path: str, old: bytes | None, new: bytes | None) -> str:
-    from synartesis.services.install import redact_text
+def _diff(path: str, old: bytes | None, new: bytes | None, client: str | None = None) -> str:
+    """A unified diff with every secret hidden: a client file's text is shown through the
+    redaction rules (``client`` given), the policy's (already redacted) through the backstop."""
+    from synartesis.redact import redact_text
+    from synartesis.services.install import shown_config_text
 
-    a = (old or b"").decode("utf-8", "replace").splitlines()
-    b = (new or b"").decode("utf-8", "replace").splitlines()
+    if client is not None:
+        a, b = shown_config_text(client, old).splitlines(), shown_config_text(client, new).splitlines()
+    else:
+        a = (old or b"").decode("utf-8", "replace").splitlines()
+        b = (new or b"").decode("utf-8", "replace").splitlines()
     lines = difflib.unified_diff([x.rstrip("\r") for x in a], [x.rstrip("\r") for x in b],
                                  fromfile=f"{path} (now)", tofile=f"{path} (after)", lineterm="", n=2)
     return "\n".join(redact_text(line) for line in lines)
+
+
+def _problem_code(files: Any) -> int:
+    """0 when every file was fine; 2 when one is not a valid config; else 1."""
+    codes = [getattr(f, "exit_code", 1) or 1 for f in files if f.status == "error"]
+    return max(codes) if codes else 0
 
 
 _ACTION_TEXT = {
@@ -166,14 +179,15 @@ def install(
                             progress=bar)
     finally:
         bar.stop()
-    problems = any(f.status == "error" for f in plan.files)
+    problems = _problem_code(plan.files)
     if json_out and (dry_run or not plan.changes):
         doc = _plan_json(plan)
         doc.update(dry_run=dry_run, result=None)
         if dry_run:
-            doc["diffs"] = {str(f.path): _diff(str(f.path), f.old, f.new) for f in plan.files if f.status == "change"}
+            doc["diffs"] = {str(f.path): _diff(str(f.path), f.old, f.new, f.client)
+                            for f in plan.files if f.status == "change"}
         print_json(doc)
-        raise typer.Exit(1 if problems else 0)
+        raise typer.Exit(problems)
     if not json_out:
         for w in plan.warnings:
             out.print(f"[yellow]![/yellow] {w}")
@@ -195,17 +209,17 @@ def install(
             out.file.flush()
             for fp in plan.files:
                 if fp.status == "change":
-                    _write_plain(_diff(str(fp.path), fp.old, fp.new))
+                    _write_plain(_diff(str(fp.path), fp.old, fp.new, fp.client))
             if plan.policy_new is not None:
                 old = plan.policy_old.encode() if plan.policy_old is not None else None
                 _write_plain(_diff(str(plan.policy_path), old, plan.policy_new.encode()))
             for hint in plan.restart:
                 out.print(f"  after installing: {hint}")
             out.print("dry run: nothing was written")
-        raise typer.Exit(1 if problems else 0)
+        raise typer.Exit(problems)
     if not plan.changes:
-        out.print("Nothing to change: every server that can be wrapped already is.")
-        raise typer.Exit(1 if problems else 0)
+        out.print(_nothing_to_change(plan))
+        raise typer.Exit(problems)
     if not _confirm("Write these changes?", yes, json_out):
         out.print("Nothing was written.")
         raise typer.Exit(1)
@@ -223,7 +237,21 @@ def install(
             out.print(f"✓ policy written: {result.policy_path}")
         for hint in result.restart:
             out.print(f"[bold]restart needed[/bold] — {hint}")
-    raise typer.Exit(0 if result.ok and not problems else 1)
+    raise typer.Exit(problems or (0 if result.ok else 1))
+
+
+def _nothing_to_change(plan: Any) -> str:
+    """The closing line when install writes nothing: never "all covered" when it is not."""
+    bad = [f for f in plan.files if f.status == "error"]
+    left = [e for e in plan.entries if e.action in ("skipped", "invalid", "blocked", "uncovered")]
+    if bad or left:
+        parts = []
+        if bad:
+            parts.append(f"{len(bad)} file{'s' if len(bad) != 1 else ''} could not be edited")
+        if left:
+            parts.append(f"{len(left)} server entr{'ies' if len(left) != 1 else 'y'} not wrapped")
+        return f"Nothing was changed: {' and '.join(parts)} (the reasons are listed above)."
+    return "Nothing to change: every server that can be wrapped already is."
 
 
 def _status_line(r: Any) -> str:
@@ -261,7 +289,8 @@ def status(
 ) -> None:
     """Show, per client, scope and server, whether it runs through synartesis, with which policy, and what drifted.
 
-    Exit 0 when every server is covered and nothing drifted, 1 otherwise.
+    Exit 0 when every server is covered and nothing drifted, 2 when a client config is not
+    valid, 1 otherwise.
     """
     from synartesis.services.status import collect_status
 
@@ -269,7 +298,7 @@ def status(
     report = collect_status(env, client)
     if json_out:
         print_json(report.to_json())
-        raise typer.Exit(0 if report.ok else 1)
+        raise typer.Exit(report.exit_code)
     out = console()
     for w in report.warnings:
         out.print(f"[yellow]![/yellow] {w}")
@@ -289,7 +318,7 @@ def status(
             out.print(f"      drift: {d}", markup=False, highlight=False)
     covered = sum(1 for r in report.rows if r.covered)
     out.print(f"{covered} of {len(report.rows)} server entries covered; policy: {report.policy_path}")
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(report.exit_code)
 
 
 @app.command()
@@ -335,9 +364,12 @@ def uninstall(
                            "entries": [{"name": e.name, "scope": e.scope, "project": e.project,
                                         "action": e.action, "reason": e.reason} for e in f.entries]}
                           for f in plan.files],
-                "purge": [str(p) for p in plan.purge_paths], "restart": plan.restart}
+                "purge": [str(p) for p in plan.purge_paths], "restart": plan.restart,
+                "warnings": plan.warnings}
 
     if not json_out:
+        for w in plan.warnings:
+            out.print(f"[yellow]![/yellow] {w}", markup=True, highlight=False)
         if not plan.files:
             out.print("synartesis has not changed any client config (no install record).")
         for f in plan.files:
@@ -347,25 +379,26 @@ def uninstall(
                 out.print(f"    {e.name} ({e.scope}): {e.reason}")
         for p in plan.purge_paths:
             out.print(f"  will delete {p}")
-    problems = any(f.status == "error" for f in plan.files)
+    problems = _problem_code(plan.files)
     if dry_run:
         if json_out:
             doc = plan_doc()
-            doc["diffs"] = {str(f.path): _diff(str(f.path), f.old, f.new) for f in plan.files if f.status == "change"}
+            doc["diffs"] = {str(f.path): _diff(str(f.path), f.old, f.new, f.client)
+                            for f in plan.files if f.status == "change"}
             print_json(doc)
         else:
             out.file.flush()
             for f in plan.files:
                 if f.status == "change":
-                    _write_plain(_diff(str(f.path), f.old, f.new))
+                    _write_plain(_diff(str(f.path), f.old, f.new, f.client))
             out.print("dry run: nothing was written")
-        raise typer.Exit(1 if problems else 0)
+        raise typer.Exit(problems)
     if not plan.changes:
         if json_out:
             print_json(dict(plan_doc(), result=None))
         else:
             out.print("Nothing to restore.")
-        raise typer.Exit(1 if problems else 0)
+        raise typer.Exit(problems)
     if not _confirm("Restore these entries?", yes, json_out):
         out.print("Nothing was written.")
         raise typer.Exit(1)
@@ -382,4 +415,4 @@ def uninstall(
             out.print(f"· kept {p}")
         for hint in result.restart:
             out.print(f"[bold]restart needed[/bold] — {hint}")
-    raise typer.Exit(0 if result.ok and not problems else 1)
+    raise typer.Exit(problems or (0 if result.ok else 1))

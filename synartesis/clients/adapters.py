@@ -18,9 +18,10 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from synartesis.clients import jsonedit, tomledit
 from synartesis.clients.descriptor import ClientDescriptor, FileSpec, ProjectSpec
-from synartesis.clients.entries import ServerEntry, classify, value_sha
+from synartesis.clients.entries import SURROGATE_DETAIL, ServerEntry, classify, display_name, has_surrogate, value_sha
 from synartesis.clients.locations import ConfigLocation
 from synartesis.errors import ConfigParseError
+from synartesis.redact import DISPLAY_MARK, redact_argv, redact_member, redact_text
 
 __all__ = [
     "ConfigView",
@@ -37,6 +38,8 @@ __all__ = [
     "adapter_for",
     "text_sha",
     "expected_after",
+    "shown_text",
+    "render_template",
 ]
 
 
@@ -113,6 +116,46 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+Template = list  # of str (layout text: brackets, commas, whitespace) and int (an args index)
+"""How an original ``command``/``args`` text is rebuilt without keeping it: the layout between
+values is kept as text, each value is the index of the element of the *wrapped* entry's
+``args`` that holds it verbatim (issue 9 item 3: the install record keeps no argument)."""
+
+
+def _template(text: str, spans: Sequence[tuple[int, int]], first: int) -> Template:
+    out: Template = []
+    pos = 0
+    for n, (s, e) in enumerate(spans):
+        if s > pos:
+            out.append(text[pos:s])
+        out.append(first + n)
+        pos = e
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
+
+
+def render_template(template: Any, elements: Sequence[str]) -> str:
+    """The text a record's template stands for, given the wrapped entry's ``args`` element texts.
+
+    A plain string is returned as it is (records written before templates existed).
+
+    Raises:
+        EntryShapeError: the template points past the entry's ``args``.
+    """
+    if isinstance(template, str):
+        return template
+    out = []
+    for part in template:
+        if isinstance(part, int):
+            if not 0 <= part < len(elements):
+                raise EntryShapeError("the entry's args no longer hold the original command line")
+            out.append(elements[part])
+        else:
+            out.append(str(part))
+    return "".join(out)
+
+
 def _get_path(value: Any, path: Sequence[str]) -> Any:
     for k in path:
         if not isinstance(value, dict) or k not in value:
@@ -127,15 +170,34 @@ def _servers_paths(spec: FileSpec | ProjectSpec) -> list[tuple[str, tuple[str, .
     return [(spec.scope, tuple(p.split("."))) for p in spec.servers]
 
 
-def _entries(value: Any, loc: ConfigLocation, fmt: str) -> tuple[list[ServerEntry], list[str]]:
+def _kind_of(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _entries(value: Any, loc: ConfigLocation,
+             fmt: str) -> tuple[list[ServerEntry], list[tuple[tuple[str, ...], str]]]:
+    """Server entries at the descriptor's paths, and every place on those paths that holds
+    something other than an object (``(key path, "a string")``): a configuration error, since
+    the client cannot read servers from it either (issue 9 item 9)."""
     entries: list[ServerEntry] = []
-    notes: list[str] = []
+    wrong: list[tuple[tuple[str, ...], str]] = []
     for scope, path in _servers_paths(loc.spec):
         containers: list[tuple[tuple[str, ...], Any, str | None]] = [((), value, loc.project)]
         for step in path:
             nxt = []
             for prefix, node, project in containers:
                 if not isinstance(node, dict):
+                    wrong.append((prefix, _kind_of(node)))
                     continue
                 if step == "*":
                     for k, v in node.items():
@@ -145,12 +207,28 @@ def _entries(value: Any, loc: ConfigLocation, fmt: str) -> tuple[list[ServerEntr
             containers = nxt
         for prefix, node, project in containers:
             if not isinstance(node, dict):
-                notes.append(f"{'.'.join(prefix)} is not an object; its servers are not read")
+                wrong.append((prefix, _kind_of(node)))
                 continue
             for name, entry in node.items():
                 kind, detail = classify(entry, fmt)
+                if kind != "invalid" and has_surrogate(name):
+                    kind, detail = "invalid", SURROGATE_DETAIL
                 entries.append(ServerEntry(scope, name, (*prefix, name), entry, project, kind, detail))
-    return entries, notes
+    return entries, wrong
+
+
+def _wrong_type_error(loc: ConfigLocation, wrong: list[tuple[tuple[str, ...], str]],
+                      text: str = "", root: jsonedit.Node | None = None) -> ConfigParseError:
+    prefix, kind = wrong[0]
+    dotted = ".".join(display_name(k) for k in prefix) or "the top level"
+    line = col = 0
+    node = jsonedit.find(root, prefix) if root is not None else None
+    if node is not None:
+        line = text.count("\n", 0, node.start) + 1
+        col = node.start - (text.rfind("\n", 0, node.start) + 1) + 1
+    more = f" (and {len(wrong) - 1} more such place{'s' if len(wrong) > 2 else ''})" if len(wrong) > 1 else ""
+    return _parse_error(loc, line, col, f"{dotted} is {kind}, not an object, where MCP servers are listed{more}; "
+                                        "the file was not changed: fix it, then run this again")
 
 
 class ClientAdapter(Protocol):
@@ -180,6 +258,10 @@ class ClientAdapter(Protocol):
         ``edited`` (someone changed it) or ``missing`` (entry gone)."""
         ...
 
+    def upgrade_record(self, view: ConfigView, record: Mapping[str, Any]) -> dict[str, Any] | None:
+        """An older record rewritten so it keeps no original argument text, or None."""
+        ...
+
 
 def _parse_error(loc: ConfigLocation, line: int, col: int, detail: str) -> ConfigParseError:
     where = f"{loc.path}:{line}:{col}" if line else str(loc.path)
@@ -203,8 +285,10 @@ class JsonAdapter:
                                exc.detail) from None
         if root.kind != "object":
             raise _parse_error(location, 1, 1, "the top level is not an object")
-        entries, notes = _entries(root.value, location, "json")
-        return ConfigView(location, data, root.value, entries, notes, text, bom, root)
+        entries, wrong = _entries(root.value, location, "json")
+        if wrong:
+            raise _wrong_type_error(location, wrong, text, root)
+        return ConfigView(location, data, root.value, entries, [], text, bom, root)
 
     # -- record checks ------------------------------------------------------------------
     def record_state(self, view: ConfigView, record: Mapping[str, Any]) -> str:
@@ -220,6 +304,29 @@ class JsonAdapter:
         if record.get("original_value_sha") and vs == record["original_value_sha"]:
             return "original"
         return "edited"
+
+    def upgrade_record(self, view: ConfigView, record: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A record written before templates existed (it holds the original ``command``/``args``
+        texts, secrets included) rewritten without them, or None when it is already clean or
+        cannot be rewritten safely (the entry is no longer exactly what we wrote)."""
+        if record.get("op") != "wrap" or not _legacy(record):
+            return None
+        node = jsonedit.find(view.tree, record["locator"])
+        if node is None or node.kind != "object" or text_sha(view.text[node.start:node.end]) != record.get("written_sha"):
+            return None
+        elems = self._elements(view.text, node)
+        at = _after_dashdash(node.value.get("args"))
+        if at is None:
+            return None
+        cmd_tpl: Template = [at]
+        args_tpl: Template | None = None
+        if record.get("orig_args") is not None:
+            try:
+                arr = jsonedit.parse(record["orig_args"])
+            except jsonedit.JsonSyntaxError:
+                return None
+            args_tpl = _template(record["orig_args"], [(n.start, n.end) for n in arr.items or []], at + 1)
+        return _upgraded(record, cmd_tpl, args_tpl, elems, view.text[node.start:node.end])
 
     # -- rendering ------------------------------------------------------------------------
     def render(self, view: ConfigView, changes: Sequence[Change]) -> Rendered:
@@ -298,39 +405,62 @@ class JsonAdapter:
                 ins = ', "args"' + sep + jsonedit.format_array(elems, text, None)
             edits = [(cmd.start, cmd.end, new_cmd + ins)]
         old_entry = text[entry.start:entry.end]
-        rel = sorted((s - entry.start, e - entry.start, r) for s, e, r in edits)
-        written = jsonedit.apply_edits(old_entry, rel)
+        at = len(ch.prefix) - 1  # where the original command sits in the new args
+        cmd_tpl: Template = [at]
+        args_tpl: Template | None = None
+        if args_m is not None:
+            arr = args_m.node
+            args_tpl = _template(text[arr.start:arr.end],
+                                 [(n.start - arr.start, n.end - arr.start) for n in arr.items or []], at + 1)
+        by_start = {cmd.start: cmd_tpl}
+        if args_m is not None:
+            by_start[args_m.node.start] = args_tpl
+        rel = sorted((s - entry.start, e - entry.start, r, by_start[s]) for s, e, r in edits)
+        written = jsonedit.apply_edits(old_entry, [(s, e, r) for s, e, r, _ in rel])
         reverse = []
         delta = 0
-        for s, e, r in rel:
-            reverse.append([s + delta, s + delta + len(r), old_entry[s:e]])
+        for s, e, r, tpl in rel:
+            reverse.append([s + delta, s + delta + len(r), tpl])
             delta += len(r) - (e - s)
         written_value = jsonedit.parse(written).value
         return edits, {
             "op": "wrap",
             "format": "json",
             "locator": list(ch.locator),
-            "orig_command": text[cmd.start:cmd.end],
-            "orig_args": text[args_m.node.start:args_m.node.end] if args_m else None,
+            "orig_command": cmd_tpl,
+            "orig_args": args_tpl,
             "reverse": reverse,
+            "original_sha": text_sha(old_entry),
             "written_sha": text_sha(written),
             "written_value_sha": value_sha(written_value),
             "original_value_sha": value_sha(entry.value),
             "proxy": ch.prefix[0],
         }
 
+    @staticmethod
+    def _elements(text: str, entry: jsonedit.Node) -> list[str]:
+        """The texts of the entry's ``args`` elements (where a record's templates point)."""
+        args = entry.member("args")
+        if args is None or args.node.kind != "array":
+            return []
+        return [text[n.start:n.end] for n in args.node.items or []]
+
     def _unwrap(self, text: str, root: jsonedit.Node,
                 record: Mapping[str, Any]) -> tuple[list[jsonedit.Edit], dict[str, Any]]:
         entry = self._entry(root, record["locator"])
         cur = text[entry.start:entry.end]
+        elems = self._elements(text, entry)
         if text_sha(cur) == record["written_sha"]:
-            restored = jsonedit.apply_edits(cur, [(int(a), int(b), str(t)) for a, b, t in record["reverse"]])
+            restored = jsonedit.apply_edits(cur, [(int(a), int(b), render_template(t, elems))
+                                                  for a, b, t in record["reverse"]])
+            if record.get("original_sha") and text_sha(restored) != record["original_sha"]:
+                raise EntryShapeError("the recorded restore does not give back the original entry")
             return [(entry.start, entry.end, restored)], {"op": "unwrap", "how": "exact"}
         if value_sha(entry.value) != record["written_value_sha"]:
             raise EntryShapeError("the entry is no longer what synartesis wrote")
         cmd = entry.member("command")
         assert cmd is not None  # the value equals what we wrote, which has a command
-        edits: list[jsonedit.Edit] = [(cmd.node.start, cmd.node.end, record["orig_command"])]
+        edits: list[jsonedit.Edit] = [(cmd.node.start, cmd.node.end, render_template(record["orig_command"], elems))]
         if record.get("orig_args") is None:
             rm = jsonedit.remove_member(text, entry, "args")
             if rm:
@@ -338,7 +468,7 @@ class JsonAdapter:
         else:
             args = entry.member("args")
             assert args is not None
-            edits.append((args.node.start, args.node.end, record["orig_args"]))
+            edits.append((args.node.start, args.node.end, render_template(record["orig_args"], elems)))
         return edits, {"op": "unwrap", "how": "value"}
 
     def _add_shadow(self, text: str, root: jsonedit.Node, ch: AddShadow) -> tuple[str, dict[str, Any]]:
@@ -417,11 +547,106 @@ def _toml_elements(table: Any, key: str) -> list[str]:
     return out
 
 
+def _legacy(record: Mapping[str, Any]) -> bool:
+    return (isinstance(record.get("orig_command"), str) or isinstance(record.get("orig_args"), str)
+            or any(isinstance(r[2], str) for r in record.get("reverse") or []))
+
+
+def _after_dashdash(args: Any) -> int | None:
+    if not isinstance(args, list) or "--" not in args:
+        return None
+    at = args.index("--") + 1
+    return at if at < len(args) else None
+
+
+def _upgraded(record: Mapping[str, Any], cmd_tpl: Template, args_tpl: Template | None,
+              elems: Sequence[str], written: str | None) -> dict[str, Any] | None:
+    """``record`` with templates instead of texts, if the templates give back the same texts."""
+    if render_template(cmd_tpl, elems) != record.get("orig_command"):
+        return None
+    if (args_tpl is None) != (record.get("orig_args") is None):
+        return None
+    if args_tpl is not None and render_template(args_tpl, elems) != record["orig_args"]:
+        return None
+    out = dict(record, orig_command=cmd_tpl, orig_args=args_tpl)
+    if record.get("reverse") is not None and written is not None:
+        reverse = []
+        for a, b, t in record["reverse"]:
+            if not isinstance(t, str):
+                reverse.append([a, b, t])
+            elif t == record.get("orig_command"):
+                reverse.append([a, b, cmd_tpl])
+            elif args_tpl is not None and t == record.get("orig_args"):
+                reverse.append([a, b, args_tpl])
+            elif t == "":
+                reverse.append([a, b, []])
+            else:
+                return None
+        out["reverse"] = reverse
+        out["original_sha"] = text_sha(jsonedit.apply_edits(written, [(int(a), int(b), str(t))
+                                                                      for a, b, t in record["reverse"]]))
+    return out
+
+
+def _toml_args_template(args_text: str, elements: Sequence[str], first: int) -> Template:
+    """The template of an ``args`` array's text (layout kept, each element an index)."""
+    try:
+        arr = tomledit.scan_value(args_text)
+    except tomledit.TomlSyntaxError as exc:
+        raise EntryShapeError(f"cannot read the args array: {exc}") from None
+    if arr.kind != "array" or arr.end != len(args_text) or len(arr.items) != len(elements):
+        raise EntryShapeError("cannot read the args array")
+    tpl = _template(args_text, [(v.start, v.end) for v in arr.items], first)
+    if render_template(tpl, [""] * first + list(elements)) != args_text:
+        raise EntryShapeError("cannot record how to restore the args array")
+    return tpl
+
+
 _TOML_INDENT_RE = re.compile(r"\[[ \t]*\r?\n([ \t]*)")
 
 
+def _inline_holder(doc: Any, locator: Sequence[str]) -> tuple[Any, str, list[str]] | None:
+    """For an entry inside an inline table: (the regular container holding the outermost
+    inline table, that table's key, the path from it to the entry). None for a regular table."""
+    from tomlkit.items import InlineTable
+
+    node: Any = doc
+    for n, key in enumerate(locator):
+        parent = node
+        try:
+            node = node[key]
+        except (KeyError, TypeError):
+            return None
+        if isinstance(node, InlineTable):
+            return parent, key, list(locator[n + 1:])
+    return None
+
+
+def _inline_entry(text: str, path: Sequence[str]) -> tomledit.ValueSpan:
+    """The inline table at ``path`` inside the inline-table text ``text``.
+
+    Raises:
+        EntryShapeError: it cannot be found through plain keys (dotted keys are not edited).
+    """
+    try:
+        node = tomledit.scan_value(text)
+    except tomledit.TomlSyntaxError as exc:
+        raise EntryShapeError(f"cannot read the inline table: {exc}") from None
+    for key in path:
+        nxt = node.member(key) if node.kind == "table" else None
+        if nxt is None:
+            raise EntryShapeError("the entry is written with dotted keys inside an inline table; not edited")
+        node = nxt
+    if node.kind != "table":
+        raise EntryShapeError("the entry is not an inline table")
+    for keys, _s, _v in node.members:
+        if len(keys) > 1 and keys[0] in ("command", "args"):
+            raise EntryShapeError("command/args are written as dotted keys; not edited")
+    return node
+
+
 class TomlAdapter:
-    """TOML client configs (Codex), edited through tomlkit."""
+    """TOML client configs (Codex), edited through tomlkit (inline tables as text)."""
 
     def __init__(self, descriptor: ClientDescriptor) -> None:
         self.descriptor = descriptor
@@ -433,8 +658,10 @@ class TomlAdapter:
             plain = tomledit.loads(text)
         except tomledit.TomlSyntaxError as exc:
             raise _parse_error(location, exc.line, exc.col, exc.detail) from None
-        entries, notes = _entries(plain, location, "toml")
-        return ConfigView(location, data, plain, entries, notes, text, bom, None)
+        entries, wrong = _entries(plain, location, "toml")
+        if wrong:
+            raise _wrong_type_error(location, wrong)
+        return ConfigView(location, data, plain, entries, [], text, bom, None)
 
     def record_state(self, view: ConfigView, record: Mapping[str, Any]) -> str:
         """See :meth:`ClientAdapter.record_state` (TOML has no ``exact``: values are compared)."""
@@ -447,6 +674,29 @@ class TomlAdapter:
         if vs == record.get("original_value_sha"):
             return "original"
         return "edited"
+
+    def upgrade_record(self, view: ConfigView, record: Mapping[str, Any]) -> dict[str, Any] | None:
+        """See :meth:`JsonAdapter.upgrade_record`."""
+        if record.get("op") != "wrap" or not _legacy(record) or self.record_state(view, record) != "equal":
+            return None
+        try:
+            doc = tomledit.editable(view.text)
+        except tomledit.TomlSyntaxError:
+            return None
+        table = tomledit.find_table(doc, record["locator"])
+        if table is None or "args" not in table or _inline_holder(doc, record["locator"]) is not None:
+            return None
+        elems = _toml_elements(table, "args")
+        at = _after_dashdash(_get_path(view.value, record["locator"]).get("args"))
+        if at is None:
+            return None
+        args_tpl = None
+        if record.get("orig_args") is not None:
+            try:
+                args_tpl = _toml_args_template(record["orig_args"], elems[at + 1:], at + 1)
+            except EntryShapeError:
+                return None
+        return _upgraded(record, [at], args_tpl, elems, None)
 
     def render(self, view: ConfigView, changes: Sequence[Change]) -> Rendered:
         """See :meth:`ClientAdapter.render`. Shadows do not exist for TOML clients."""
@@ -486,13 +736,23 @@ class TomlAdapter:
         kind, detail = classify(original, "toml")
         if kind != "stdio":
             raise EntryShapeError(detail or "not a stdio entry")
+        at = len(ch.prefix) - 1
+        record: dict[str, Any] = {
+            "op": "wrap", "format": "toml", "locator": list(ch.locator), "orig_command": [at],
+            "orig_args": None, "written_value_sha": "", "original_value_sha": value_sha(original),
+            "proxy": ch.prefix[0],
+        }
+        holder = _inline_holder(doc, ch.locator)
+        if holder is not None:
+            return self._wrap_inline(holder, ch, record, nl)
         cmd_text = tomledit.item_text(table, "command")
         args_text = tomledit.item_text(table, "args")
         if cmd_text is None:
             raise EntryShapeError("no command")
-        elems = [tomledit.string_text(p) for p in ch.prefix[1:]] + [cmd_text]
+        old_elems = _toml_elements(table, "args") if args_text is not None else []
+        elems = [tomledit.string_text(p) for p in ch.prefix[1:]] + [cmd_text] + old_elems
         if args_text is not None:
-            elems += _toml_elements(table, "args")
+            record["orig_args"] = _toml_args_template(args_text, old_elems, at + 1)
         if args_text is not None and "\n" in args_text:
             m = _TOML_INDENT_RE.match(args_text)
             ind = m.group(1) if m and m.group(1) else "  "
@@ -501,28 +761,92 @@ class TomlAdapter:
             arr = "[" + ", ".join(elems) + "]"
         tomledit.set_item_text(table, "command", tomledit.string_text(ch.prefix[0]), nl=nl)
         tomledit.set_item_text(table, "args", arr, after="command", nl=nl)
-        return {
-            "op": "wrap",
-            "format": "toml",
-            "locator": list(ch.locator),
-            "orig_command": cmd_text,
-            "orig_args": args_text,
-            "written_value_sha": "",
-            "original_value_sha": value_sha(original),
-            "proxy": ch.prefix[0],
-        }
+        return record
+
+    def _wrap_inline(self, holder: tuple[Any, str, list[str]], ch: Wrap, record: dict[str, Any],
+                     nl: str) -> dict[str, Any]:
+        """Wrap an entry written as an inline table by splicing the table's text."""
+        parent, key, path = holder
+        top = str(parent[key].as_string())
+        entry = _inline_entry(top, path)
+        cmd, args = entry.member("command"), entry.member("args")
+        if cmd is None or cmd.kind != "string":
+            raise EntryShapeError("command is not a string")
+        at = len(ch.prefix) - 1
+        old_elems = [top[v.start:v.end] for v in args.items] if args is not None else []
+        elems = [tomledit.string_text(p) for p in ch.prefix[1:]] + [top[cmd.start:cmd.end]] + old_elems
+        arr = "[" + ", ".join(elems) + "]"
+        cmd_tpl: Template = [at]
+        if args is not None:
+            if args.kind != "array":
+                raise EntryShapeError("args is not an array")
+            record["orig_args"] = _template(top[args.start:args.end],
+                                            [(v.start - args.start, v.end - args.start) for v in args.items], at + 1)
+            edits = [(cmd.start, cmd.end, tomledit.string_text(ch.prefix[0]), cmd_tpl),
+                     (args.start, args.end, arr, record["orig_args"])]
+        else:
+            edits = [(cmd.start, cmd.end, tomledit.string_text(ch.prefix[0]) + ", args = " + arr, cmd_tpl)]
+        written = jsonedit.apply_edits(top, [(s, e, r) for s, e, r, _ in edits])
+        reverse, delta = [], 0
+        for s, e, r, tpl in sorted(edits, key=lambda x: x[0]):
+            reverse.append([s + delta, s + delta + len(r), tpl])
+            delta += len(r) - (e - s)
+        try:
+            tomledit.set_item_text(parent, key, written, nl=nl)
+        except tomledit.TomlSyntaxError as exc:
+            raise EntryShapeError(str(exc)) from None
+        record.update(inline=[*record["locator"][:len(record["locator"]) - len(path) - 1], key],
+                      reverse=reverse, original_sha=text_sha(top), written_sha=text_sha(written))
+        return record
 
     def _unwrap(self, doc: Any, view: ConfigView, record: Mapping[str, Any], nl: str) -> dict[str, Any]:
         current = _get_path(view.value, record["locator"])
         if current is None or value_sha(current) != record["written_value_sha"]:
             raise EntryShapeError("the entry is no longer what synartesis wrote")
+        holder = _inline_holder(doc, record["locator"])
+        if holder is not None:
+            return self._unwrap_inline(holder, record, nl)
         table = self._table(doc, record["locator"])
-        tomledit.set_item_text(table, "command", record["orig_command"], nl=nl)
+        elems = _toml_elements(table, "args") if "args" in table else []
+        tomledit.set_item_text(table, "command", render_template(record["orig_command"], elems), nl=nl)
         if record.get("orig_args") is None:
             tomledit.delete_item(table, "args")
         else:
-            tomledit.set_item_text(table, "args", record["orig_args"], nl=nl)
+            tomledit.set_item_text(table, "args", render_template(record["orig_args"], elems), nl=nl)
         return {"op": "unwrap", "how": "value"}
+
+    def _unwrap_inline(self, holder: tuple[Any, str, list[str]], record: Mapping[str, Any],
+                       nl: str) -> dict[str, Any]:
+        parent, key, path = holder
+        top = str(parent[key].as_string())
+        entry = _inline_entry(top, path)
+        cmd, args = entry.member("command"), entry.member("args")
+        if cmd is None or args is None or args.kind != "array":
+            raise EntryShapeError("the entry is no longer what synartesis wrote")
+        elems = [top[v.start:v.end] for v in args.items]
+        if record.get("reverse") is not None and text_sha(top) == record.get("written_sha"):
+            restored = jsonedit.apply_edits(top, [(int(a), int(b), render_template(t, elems))
+                                                  for a, b, t in record["reverse"]])
+            how = "exact"
+        else:  # the same value, written differently: put the two values back in place
+            edits = [(cmd.start, cmd.end, render_template(record["orig_command"], elems))]
+            if record.get("orig_args") is not None:
+                edits.append((args.start, args.end, render_template(record["orig_args"], elems)))
+            else:
+                members = entry.members
+                n = next(i for i, (k, _s, _v) in enumerate(members) if k == ("args",))
+                if n > 0:
+                    edits.append((members[n - 1][2].end, args.end, ""))
+                else:
+                    nxt = members[1][1] if len(members) > 1 else args.end
+                    edits.append((members[0][1], nxt, ""))
+            restored = jsonedit.apply_edits(top, edits)
+            how = "value"
+        try:
+            tomledit.set_item_text(parent, key, restored, nl=nl)
+        except tomledit.TomlSyntaxError as exc:
+            raise EntryShapeError(str(exc)) from None
+        return {"op": "unwrap", "how": how}
 
 
 def adapter_for(descriptor: ClientDescriptor) -> JsonAdapter | TomlAdapter:
@@ -545,3 +869,75 @@ def expected_after(value: Any, changes: Sequence[Change]) -> Any:
                 node = node.setdefault(k, {})
             node[ch.name] = copy.deepcopy(dict(ch.value))
     return out
+
+
+def _shown_json(text: str, mark: str) -> str:
+    root = jsonedit.parse(text)
+    edits: list[jsonedit.Edit] = []
+    stack: list[tuple[jsonedit.Node, str | None, str | None]] = [(root, None, None)]
+    while stack:  # iterative: the parser's depth limit is the only bound
+        node, container, key = stack.pop()
+        if node.kind == "object":
+            for m in node.members or ():
+                if m.key == "args" and m.node.kind == "array" and all(i.kind == "string" for i in m.node.items or ()):
+                    shown, _ = redact_argv([i.value for i in m.node.items or ()], mark)
+                    edits += [(i.start, i.end, jsonedit.dumps_string(v))
+                              for i, v in zip(m.node.items or (), shown) if v != i.value]
+                else:
+                    stack.append((m.node, key, m.key))
+        elif node.kind == "array":
+            stack.extend((i, container, key) for i in node.items or ())
+        elif node.kind == "string":
+            v = redact_member(container, key, node.value, mark)
+            if v != node.value:
+                edits.append((node.start, node.end, jsonedit.dumps_string(v)))
+    return jsonedit.apply_edits(text, edits)
+
+
+def _shown_toml(text: str, mark: str) -> str:
+    edits: list[jsonedit.Edit] = []
+
+    def decoded(span: tomledit.ValueSpan) -> str:
+        return tomledit.loads("v = " + text[span.start:span.end])["v"]
+
+    stack: list[tuple[tomledit.ValueSpan, str | None, str | None]] = []
+    for path, value in tomledit.scan_document(text):
+        stack.append((value, path[-2] if len(path) > 1 else None, path[-1]))
+    while stack:
+        node, container, key = stack.pop()
+        if node.kind == "string":
+            raw = decoded(node)
+            v = redact_member(container, key, raw, mark)
+            if v != raw:
+                edits.append((node.start, node.end, tomledit.string_text(v)))
+        elif node.kind == "array":
+            if key == "args" and node.items and all(x.kind == "string" for x in node.items):
+                raws = [decoded(x) for x in node.items]
+                shown, _ = redact_argv(raws, mark)
+                edits += [(x.start, x.end, tomledit.string_text(v)) for x, r, v in zip(node.items, raws, shown) if v != r]
+            else:
+                stack.extend((x, container, key) for x in node.items)
+        elif node.kind == "table":
+            for keys, _s, v in node.members:
+                full = (key, *keys) if key is not None else keys
+                stack.append((v, full[-2] if len(full) > 1 else None, full[-1]))
+    return jsonedit.apply_edits(text, edits)
+
+
+def shown_text(descriptor: ClientDescriptor, data: bytes | None, mark: str = DISPLAY_MARK) -> str:
+    """A config file's text as it may be shown (a ``--dry-run`` diff): every secret hidden.
+
+    The document is walked with the rules of :mod:`synartesis.redact` (``args`` lists by
+    :func:`~synartesis.redact.redact_argv`, ``env``/``headers`` values, secret-named keys,
+    token-shaped strings anywhere); then :func:`~synartesis.redact.redact_text` runs over
+    every line as a backstop (comments, text that does not parse).
+    """
+    if data is None:
+        return ""
+    text = data.decode("utf-8", "replace")
+    body = text[1:] if text.startswith("\ufeff") else text
+    try:
+        body = _shown_json(body, mark) if descriptor.format == "json" else _shown_toml(body, mark)
+    except (ValueError, RecursionError):  # not parseable: only the line backstop applies
+        pass
+    return "\n".join(redact_text(line, mark) for line in body.split("\n"))

@@ -30,6 +30,7 @@ class FoundFile:
     view: ConfigView | None = None
     error: str | None = None
     data: bytes | None = None
+    error_code: int = 0  # 2: the file is not a valid config (ConfigParseError); 1: it cannot be read
 
 
 @dataclass
@@ -47,16 +48,16 @@ def read_location(desc: ClientDescriptor, loc: ConfigLocation) -> FoundFile:
     try:
         data = fsops.read_bytes(loc.path)
     except SynartesisError as exc:
-        found.error = str(exc)
+        found.error, found.error_code = str(exc), exc.exit_code
         return found
     if data is None:
-        found.error = f"{loc.path}: disappeared while reading"
+        found.error, found.error_code = f"{loc.path}: disappeared while reading", 1
         return found
     found.data = data
     try:
         found.view = adapter_for(desc).read(loc, data)
     except SynartesisError as exc:
-        found.error = str(exc)
+        found.error, found.error_code = str(exc), exc.exit_code
     return found
 
 

@@ -23,7 +23,13 @@ __all__ = [
     "value_sha",
     "expand",
     "entry_env",
+    "has_surrogate",
+    "display_name",
+    "SURROGATE_DETAIL",
 ]
+
+SURROGATE_DETAIL = ("it holds a lone surrogate escape (such as \\ud800), which is not valid Unicode text "
+                    "and cannot be passed to a program; left alone")
 
 REMOTE_TYPES = frozenset({"http", "streamable-http", "sse", "ws", "streamableHttp"})
 
@@ -68,10 +74,51 @@ class ServerEntry:
         return [self.command or "", *self.args]
 
 
+def has_surrogate(value: Any) -> bool:
+    """True when a string anywhere in ``value`` (keys included) holds a lone surrogate.
+
+    JSON allows ``"\\ud800"``; Python decodes it to a string that cannot be encoded as UTF-8,
+    so such a name or argument can be neither written to the policy nor passed to a program.
+    """
+    if isinstance(value, str):
+        return bool(_SURROGATE.search(value))
+    try:  # one C-speed pass: UTF-8 encoding fails exactly on a lone surrogate
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, TypeError, RecursionError):  # not JSON-shaped: walk it
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                if _SURROGATE.search(v):
+                    return True
+            elif isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def display_name(name: str) -> str:
+    """A name as it may be printed: lone surrogates and control characters as escapes."""
+    if not isinstance(name, str):
+        return str(name)
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+                            if not _SURROGATE.match(m.group()) else f"\\u{ord(m.group()):04x}", name)
+
+
 def classify(value: Any, fmt: str) -> tuple[str, str]:
     """(kind, detail) of an entry: ``stdio``, ``remote`` or ``invalid`` with the reason."""
     if not isinstance(value, dict):
         return "invalid", "the entry is not an object"
+    if has_surrogate(value):
+        return "invalid", SURROGATE_DETAIL
     has_url = "url" in value
     typ = value.get("type")
     if "command" in value:

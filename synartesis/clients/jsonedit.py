@@ -37,7 +37,14 @@ __all__ = [
     "remove_member",
     "dump_value",
     "Edit",
+    "MAX_DEPTH",
 ]
+
+#: Deepest nesting :func:`parse` accepts. The parser, the value copies and the checks that
+#: follow all recurse; past this a file is refused with its location instead of reaching
+#: Python's recursion limit (issue 9 item 5: 450 levels gave a RecursionError traceback).
+#: Client configs are a handful of levels deep.
+MAX_DEPTH = 128
 
 Edit = tuple[int, int, str]
 """(start, end, replacement) over character offsets of the text being edited."""
@@ -153,8 +160,8 @@ class _Parser:
 
     def _enter(self, i: int) -> None:
         self.depth += 1
-        if self.depth > 500:
-            raise self.err("nesting too deep", i)
+        if self.depth > MAX_DEPTH:
+            raise self.err(f"nested more than {MAX_DEPTH} levels deep; synartesis does not edit such a file", i)
 
     def obj(self, start: int) -> Node:
         self._enter(start)

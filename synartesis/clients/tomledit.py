@@ -74,6 +74,8 @@ def loads(text: str) -> dict[str, Any]:
     """
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise TomlSyntaxError("nested too deeply; synartesis does not edit such a file") from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = _AT_RE.search(msg)
@@ -100,6 +102,8 @@ def editable(text: str) -> Any:
     """
     try:
         doc = tomlkit.parse(text)
+    except RecursionError:
+        raise TomlSyntaxError("cannot be edited safely: nested too deeply") from None
     except (TOMLKitError, ValueError) as exc:  # tomlkit stricter/looser than tomllib
         raise TomlSyntaxError(f"cannot be edited safely: {exc}") from None
     if doc.as_string() != text:
@@ -172,3 +176,216 @@ def delete_item(table: Any, key: str) -> None:
     """Remove ``table[key]`` if present."""
     if key in table:
         del table[key]
+
+
+# --------------------------------------------------------------------------------------------
+# A span scanner for TOML *values* (arrays and inline tables), so edits inside them can be made
+# on the text itself. tomlkit re-renders an inline table it edits (a CRLF file got a "\r"
+# inside its braces, and removing a key left a double space: issue 9 item 8); a text splice
+# keeps every other character. Only called on text tomllib has already accepted.
+
+
+class ValueSpan:
+    """One value's span ``[start, end)``; for an inline table its members, for an array its items.
+
+    Attributes:
+        kind: ``string`` | ``array`` | ``table`` (inline) | ``scalar``.
+        members: for ``table``: ``(keys, key_start, value)`` in order (``keys`` is the dotted
+            key decoded into its parts).
+        items: for ``array``: the item values in order.
+    """
+
+    __slots__ = ("kind", "start", "end", "members", "items")
+
+    def __init__(self, kind: str, start: int, end: int) -> None:
+        self.kind, self.start, self.end = kind, start, end
+        self.members: list[tuple[tuple[str, ...], int, "ValueSpan"]] = []
+        self.items: list["ValueSpan"] = []
+
+    def member(self, key: str) -> "ValueSpan | None":
+        """The value of the single-part key ``key`` (None when absent or only dotted)."""
+        for keys, _start, value in self.members:
+            if keys == (key,):
+                return value
+        return None
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SCALAR_END = re.compile(r"[,\]}#\r\n]")
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.t = text
+
+    def ws(self, i: int, newlines: bool = False) -> int:
+        t = self.t
+        while i < len(t):
+            c = t[i]
+            if c in " \t":
+                i += 1
+            elif newlines and c in "\r\n":
+                i += 1
+            elif newlines and c == "#":
+                while i < len(t) and t[i] not in "\r\n":
+                    i += 1
+            else:
+                break
+        return i
+
+    def string(self, i: int) -> int:
+        t = self.t
+        q = t[i]
+        if t.startswith(q * 3, i):
+            j = t.find(q * 3, i + 3)
+            while q == '"' and j > 0 and _escaped(t, j):
+                j = t.find(q * 3, j + 1)
+            if j < 0:
+                raise TomlSyntaxError("unterminated multi-line string")
+            extra = 0  # a run of up to five quotes: the last three close the string
+            while extra < 2 and t.startswith(q, j + 3 + extra):
+                extra += 1
+            return j + 3 + extra
+        j = i + 1
+        while j < len(t):
+            c = t[j]
+            if q == '"' and c == "\\":
+                j += 2
+                continue
+            if c == q:
+                return j + 1
+            if c in "\r\n":
+                break
+            j += 1
+        raise TomlSyntaxError("unterminated string")
+
+    def key(self, i: int) -> tuple[tuple[str, ...], int]:
+        parts: list[str] = []
+        while True:
+            i = self.ws(i)
+            c = self.t[i:i + 1]
+            if c in ('"', "'"):
+                end = self.string(i)
+                parts.append(loads("k = " + self.t[i:end])["k"])
+                i = end
+            else:
+                m = _BARE_KEY.match(self.t, i)
+                if not m:
+                    raise TomlSyntaxError("expected a key")
+                parts.append(m.group())
+                i = m.end()
+            j = self.ws(i)
+            if self.t.startswith(".", j):
+                i = j + 1
+                continue
+            return tuple(parts), i
+
+    def value(self, i: int) -> ValueSpan:
+        t = self.t
+        c = t[i:i + 1]
+        if c in ('"', "'"):
+            return ValueSpan("string", i, self.string(i))
+        if c == "[":
+            arr = ValueSpan("array", i, i)
+            j = self.ws(i + 1, newlines=True)
+            while not t.startswith("]", j):
+                item = self.value(j)
+                arr.items.append(item)
+                j = self.ws(item.end, newlines=True)
+                if t.startswith(",", j):
+                    j = self.ws(j + 1, newlines=True)
+                elif not t.startswith("]", j):
+                    raise TomlSyntaxError("expected ',' or ']'")
+            arr.end = j + 1
+            return arr
+        if c == "{":
+            return self.inline(i)
+        m = _SCALAR_END.search(t, i)
+        end = m.start() if m else len(t)
+        while end > i and t[end - 1] in " \t":
+            end -= 1
+        if end == i:
+            raise TomlSyntaxError("expected a value")
+        return ValueSpan("scalar", i, end)
+
+    def inline(self, i: int) -> ValueSpan:
+        t = self.t
+        table = ValueSpan("table", i, i)
+        j = self.ws(i + 1)
+        if t.startswith("}", j):
+            table.end = j + 1
+            return table
+        while True:
+            key_start = self.ws(j)
+            keys, j = self.key(key_start)
+            j = self.ws(j)
+            if not t.startswith("=", j):
+                raise TomlSyntaxError("expected '='")
+            value = self.value(self.ws(j + 1))
+            table.members.append((keys, key_start, value))
+            j = self.ws(value.end)
+            if t.startswith(",", j):
+                j += 1
+                continue
+            if t.startswith("}", j):
+                table.end = j + 1
+                return table
+            raise TomlSyntaxError("expected ',' or '}'")
+
+
+def _escaped(t: str, j: int) -> bool:
+    n = 0
+    while j - 1 - n >= 0 and t[j - 1 - n] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def scan_value(text: str, start: int = 0) -> ValueSpan:
+    """Spans of the TOML value that starts at ``text[start]`` (an array, inline table, …).
+
+    Raises:
+        TomlSyntaxError: the text there is not a value this scanner reads.
+    """
+    try:
+        return _Scanner(text).value(start)
+    except IndexError:
+        raise TomlSyntaxError("unexpected end of the value") from None
+
+
+def scan_document(text: str) -> list[tuple[tuple[str, ...], ValueSpan]]:
+    """Every ``key = value`` of a TOML document: (full key path, the value's spans), in order.
+
+    The path joins the table header (``[a.b]`` / ``[[a.b]]``) with the dotted key. Cheaper
+    than a tomlkit parse; used to show a file with its secrets hidden.
+
+    Raises:
+        TomlSyntaxError: the text is not TOML this scanner reads.
+    """
+    sc = _Scanner(text)
+    t = text
+    out: list[tuple[tuple[str, ...], ValueSpan]] = []
+    table: tuple[str, ...] = ()
+    i = 0
+    try:
+        while True:
+            i = sc.ws(i, newlines=True)
+            if i >= len(t):
+                return out
+            if t[i] == "[":
+                double = t.startswith("[[", i)
+                keys, j = sc.key(i + (2 if double else 1))
+                j = sc.ws(j)
+                close = "]]" if double else "]"
+                if not t.startswith(close, j):
+                    raise TomlSyntaxError("expected the end of a table header")
+                table, i = keys, j + len(close)
+                continue
+            keys, j = sc.key(i)
+            j = sc.ws(j)
+            if not t.startswith("=", j):
+                raise TomlSyntaxError("expected '='")
+            value = sc.value(sc.ws(j + 1))
+            out.append(((*table, *keys), value))
+            i = value.end
+    except IndexError:
+        raise TomlSyntaxError("unexpected end of the document") from None

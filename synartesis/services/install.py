@@ -20,6 +20,7 @@ we wrote, and reports the rest; ``--from-backup`` restores a whole file as an ex
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -34,16 +35,17 @@ import yaml
 from synartesis import fsops
 from synartesis.canonical import canonical, sha256_hex
 from synartesis.clients.adapters import (AddShadow, Change, RemoveShadow, Unwrap, Wrap, EntryShapeError,
-                                         adapter_for, expected_after)
+                                         adapter_for, expected_after, shown_text)
 from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
 from synartesis.clients.discover import FoundFile, discover, read_location
 from synartesis.clients.locations import ConfigLocation
-from synartesis.clients.entries import (ServerEntry, entry_env, expand, foreign_wrapper, is_ours, ours_server,
-                                        proxy_args)
+from synartesis.clients.entries import (ServerEntry, display_name, entry_env, expand, foreign_wrapper, is_ours,
+                                        ours_server, proxy_args, value_sha)
 from synartesis.clients.managed import ManagedPolicy, load_managed
 from synartesis.errors import ConflictError, PolicyError, SynartesisError, UsageError
 from synartesis.paths import backups_dir, POLICY_FILENAME, Env, synartesis_home
-from synartesis.services.install_state import load_state, now, save_state
+from synartesis.redact import DISPLAY_MARK, redact_argv, scrub, secret_parts
+from synartesis.services.install_state import load_state, now, save_state, state_path
 
 __all__ = [
     "InstallOptions",
@@ -64,7 +66,8 @@ __all__ = [
     "apply_uninstall",
     "restore_from_backup",
     "policy_key_for",
-    "redact_text",
+    "tidy_own_files",
+    "shown_config_text",
 ]
 
 
@@ -118,6 +121,8 @@ class FilePlan:
     """One file: what would change and why.
 
     ``status``: ``change`` (new bytes ready), ``unchanged``, ``error`` (not parsed / refused).
+    ``exit_code`` of an ``error``: 2 when the file is not a valid config (it does not parse,
+    or something other than an object is where servers belong), else 1.
     """
 
     client: str
@@ -132,6 +137,7 @@ class FilePlan:
     entries: list[EntryReport] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    exit_code: int = 0
 
 
 @dataclass
@@ -148,12 +154,13 @@ class InstallPlan:
     restart: list[str]
     start_errors: dict[str, str] = field(default_factory=dict)
     forget: list[dict[str, Any]] = field(default_factory=list)
+    upgrades: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
         """True when applying would write anything (client files, the policy or the record)."""
         return (any(f.status == "change" for f in self.files) or self.policy_new is not None
-                or bool(self.forget))
+                or bool(self.forget) or bool(self.upgrades))
 
     @property
     def entries(self) -> list[EntryReport]:
@@ -245,17 +252,69 @@ def select_clients(client: str | None) -> list[ClientDescriptor]:
     return list(load_descriptors())
 
 
-_BAD_KEY = re.compile(r"\.|\*|__+")
+_BAD_KEY = re.compile(r"[^\w-]+|__+")
 
 
 def policy_key_for(name: str) -> str:
-    """A policy key for a server name: the name itself unless it has ``.``, ``*`` or ``__``."""
+    """A policy key (and ``--server`` value) for a server name.
+
+    The name itself when it is made of letters, digits, ``_`` and ``-``; otherwise each run of
+    other characters becomes ``-`` (``my.server`` → ``my-server``). Besides ``.``, ``*`` and
+    ``__`` (reserved by the policy's ``server.tool`` names) this removes ``$``, ``{``, ``}``,
+    spaces and control characters: a name ``${HOME}`` would otherwise put ``--server ${HOME}``
+    into the wrapped args, which Claude Code and Cursor expand (issue 9 item 4); it becomes
+    ``HOME``. A name with nothing usable left is ``server``.
+    """
     key = _BAD_KEY.sub("-", name.strip()).strip("-")
     return key or "server"
 
 
 def _fp(command: str, args: Sequence[str]) -> str:
-    return sha256_hex(canonical([command, *args]).encode("utf-8", "surrogatepass"))
+    """Fingerprint of a command line as the policy records it (secrets hidden), so the same
+    entry fingerprints the same from the client file, the install record and the policy."""
+    return _fp_of(str(command), tuple(str(a) for a in args))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fp_of(command: str, args: tuple[str, ...]) -> str:
+    shown, _ = redact_argv([command, *args])
+    return sha256_hex(canonical(shown).encode("utf-8", "surrogatepass"))
+
+
+def _path_id(path: Any) -> str:
+    try:
+        return os.path.realpath(os.path.expanduser(str(path)))
+    except (OSError, ValueError):
+        return str(path)
+
+
+_path_ids: dict[str, str] = {}  # per plan: reset by _known_keys
+
+
+def _origin_id(client: Any, file: Any, entry: Any, project: Any) -> tuple[str, str, str, str]:
+    """Identity of a client entry: the same entry keeps its policy key on every install."""
+    f = str(file)
+    if f not in _path_ids:
+        _path_ids[f] = _path_id(f)
+    return (str(client), _path_ids[f], str(entry), str(project or ""))
+
+
+def _known_keys(declared: Mapping[str, Any], state: Any) -> dict[tuple[str, str, str, str], str]:
+    """Policy keys already given to client entries: from the policy's ``origin`` blocks and
+    from the install record (issue 9 item 7: keys must not drift after uninstall or a killed
+    install)."""
+    _path_ids.clear()
+    out: dict[tuple[str, str, str, str], str] = {}
+    for key, spec in declared.items():
+        origin = spec.get("origin") if isinstance(spec, dict) else None
+        if isinstance(origin, dict) and origin.get("entry") is not None:
+            out.setdefault(_origin_id(origin.get("client"), origin.get("file"), origin.get("entry"),
+                                      origin.get("project")), str(key))
+    for e in state.entries:
+        if e.get("policy_key"):
+            out.setdefault(_origin_id(e.get("client"), e.get("source") or e.get("file"), e.get("name"),
+                                      e.get("project")), str(e["policy_key"]))
+    return out
 
 
 def _needs_shell(command: str) -> bool:
@@ -274,7 +333,12 @@ class _Keys:
     def reserve(self, key: str, fp: str | None) -> None:
         self.by_key.setdefault(key, fp)
 
-    def assign(self, name: str, fp: str, client: str, scope: str) -> str:
+    def assign(self, name: str, fp: str, client: str, scope: str, known: str | None = None) -> str:
+        """The key for an entry: ``known`` (the key this entry had before) when given, else
+        the first free candidate or one already used for the same command line."""
+        if known:
+            self.by_key[known] = fp
+            return known
         base = policy_key_for(name)
         for cand in (base, f"{base}-{client}", f"{base}-{client}-{scope}"):
             have = self.by_key.get(cand, "<free>")
@@ -291,6 +355,55 @@ class _Keys:
             n += 1
 
 
+def tidy_own_files(env: Env, targets: Iterable[Path] = ()) -> list[str]:
+    """Clean up after an interrupted run and keep synartesis's own files private.
+
+    - Removes our leftover ``*.synartesis-tmp`` files beside each of ``targets`` (resolved
+      client config paths) and beside the install record and the user policy, when the
+      process that wrote them is gone (:func:`synartesis.fsops.leftover_temps`). They are
+      half-written copies; the real file was never replaced with one.
+    - Tightens ``$SYNARTESIS_HOME`` and its ``backups`` folder to 0700, and the install
+      record, the user policy and every backup to 0600, when they allow more (the journal's
+      own modes are the journal's business). Neither changes any file's content, so ``--dry-run``
+      and ``status`` do it too.
+
+    Returns:
+        One warning per file removed or tightened (the CLI prints them).
+    """
+    notes: list[str] = []
+    home = synartesis_home(env)
+    own = [state_path(env), home / POLICY_FILENAME]
+    seen: set[Path] = set()
+    for t in [*targets, *own]:
+        t = fsops.resolve_target(Path(t))
+        if t in seen:
+            continue
+        seen.add(t)
+        for p in fsops.remove_leftovers(fsops.leftover_temps(t)):
+            notes.append(f"removed {p}: a temporary file left by an interrupted synartesis run "
+                         f"(the real file was not changed by it)")
+    private: list[tuple[Path, int]] = [(home, 0o700), (backups_dir(env), 0o700), (own[0], 0o600), (own[1], 0o600)]
+    bdir = backups_dir(env)
+    try:
+        private += [(bdir / n, 0o600) for n in sorted(os.listdir(bdir))]
+    except OSError:
+        pass
+    for path, mode in private:
+        was = fsops.tighten(path, mode)
+        if was is not None:
+            notes.append(f"{path} was {was:04o} (open to other users): set to {mode:04o}")
+    return notes
+
+
+def shown_config_text(client: str, data: bytes | None) -> str:
+    """A client file's text as a diff may show it: every secret hidden (issue 9 item 3).
+
+    Raises:
+        UsageError: unknown client id.
+    """
+    return shown_text(get_descriptor(client), data, DISPLAY_MARK)
+
+
 def _policy_servers(text: str | None, path: Path | None = None) -> dict[str, Any]:
     if not text:
         return {}
@@ -304,55 +417,6 @@ def _policy_servers(text: str | None, path: Path | None = None) -> dict[str, Any
                           "fix it, then run this again", str(path) if path else None, line, col) from None
     servers = data.get("servers") if isinstance(data, dict) else None
     return servers if isinstance(servers, dict) else {}
-
-
-_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|apikey|_key$|^key$|token|secret|passw|auth|credential|cookie|"
-                         r"bearer|private|session|^pat$|_pat$)")
-_SECRET_VALUE = re.compile(r"^(sk-|sk_|ghp_|gho_|ghs_|github_pat_|xox[bpas]-|AKIA|eyJ|glpat-|om-)|"
-                           r"^(Bearer|Basic|Token)\s+\S")
-_PAIR = re.compile(r'("[^"\n]*"|[A-Za-z0-9_.-]+)(\s*[:=]\s*)("(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\')')
-_FLAG_VALUE = re.compile(r'("--?[\w-]*(?:key|token|secret|passw|auth)[\w-]*"\s*,\s*(?:\n[-+ ]?\s*)?)'
-                         r'"([^"\n]*)"', re.IGNORECASE)
-_FLAG_EQ = re.compile(r'("--?[\w-]*(?:key|token|secret|passw|auth)[\w-]*=)([^"\n]*)"', re.IGNORECASE)
-_URL_USERINFO = re.compile(r"(://[^/\s:@\"']+:)[^/\s@\"']+@")
-_TOKEN_ANYWHERE = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|ghp_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}|"
-                             r"xox[bpas]-[A-Za-z0-9-]{8,}|glpat-[A-Za-z0-9_-]{8,})")
-
-
-def _keep(inner: str) -> bool:
-    """Values shown as they are: empty, ``${VAR}`` references, policy references (``$.x``)."""
-    return not inner or inner.startswith("$")
-
-
-def redact_text(text: str) -> str:
-    """Hide secret-looking values in config text or a diff (``--dry-run`` output).
-
-    Hidden (shown as ``***``): the value of a ``"KEY": "value"`` / ``KEY = "value"`` pair whose
-    key names a secret (``*_API_KEY``, ``token``, ``password``, ``auth`` …); values that look
-    like tokens (``sk-…``, ``ghp_…``, ``Bearer …``); the argument after a ``--api-key``-like
-    flag; a password in a URL. ``${VAR}`` references stay visible: they are names, not values.
-    This is a heuristic for display only; nothing redacted is ever written anywhere.
-    """
-    def pair(m: re.Match[str]) -> str:
-        key, sep, value = m.group(1), m.group(2), m.group(3)
-        inner = value[1:-1]
-        if _keep(inner):
-            return m.group(0)
-        if _SECRET_KEY.search(key.strip('"')) or _SECRET_VALUE.search(inner):
-            return f"{key}{sep}{value[0]}***{value[-1]}"
-        return m.group(0)
-
-    def flag(m: re.Match[str]) -> str:
-        return m.group(0) if _keep(m.group(2)) else f'{m.group(1)}"***"'
-
-    def flag_eq(m: re.Match[str]) -> str:
-        return m.group(0) if _keep(m.group(2)) else f'{m.group(1)}***"'
-
-    out = _PAIR.sub(pair, text)
-    out = _FLAG_VALUE.sub(flag, out)
-    out = _FLAG_EQ.sub(flag_eq, out)
-    out = _URL_USERINFO.sub(r"\1***@", out)
-    return _TOKEN_ANYWHERE.sub("***", out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -436,9 +500,10 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     policy_old = policy_bytes.decode("utf-8", "replace") if policy_bytes is not None else None
     declared = _policy_servers(policy_old, policy_path)
     found = discover(env, clients)
-    warnings = list(found.notes)
+    warnings = list(found.notes) + tidy_own_files(env, [f.target for f in found.files])
 
     keys = _Keys()
+    known = _known_keys(declared, state)
     for e in state.entries:
         keys.reserve(e.get("policy_key", ""), e.get("fingerprint"))
     for k, spec in declared.items():
@@ -476,14 +541,14 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             fp = FilePlan(f.descriptor.id, f.descriptor.display_name, f.location.path, f.target,
                           f.location.scope, "unchanged", old=f.data)
             if f.error:
-                fp.status, fp.message = "error", f.error
+                fp.status, fp.message, fp.exit_code = "error", f.error, f.error_code or 1
             by_path[f.target] = fp
             plans.append(fp)
         return fp
 
     def report(fp: FilePlan, entry: ServerEntry, action: str, reason: str = "", key: str | None = None) -> None:
-        fp.entries.append(EntryReport(fp.client, str(fp.path), entry.scope, entry.name, action, reason,
-                                      key, entry.project))
+        fp.entries.append(EntryReport(fp.client, str(fp.path), entry.scope, display_name(entry.name), action,
+                                      reason, key, display_name(entry.project) if entry.project else None))
 
     def decide_stdio(desc: ClientDescriptor, entry: ServerEntry) -> tuple[str, str]:
         """(action, reason) for a stdio entry before key assignment: wrap or why not."""
@@ -531,7 +596,8 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             if action != "wrap":
                 report(fp, entry, action, reason)
                 continue
-            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, entry.scope)
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, entry.scope,
+                            known.get(_origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)))
             prefix = (proxy, "proxy", "--server", k, "--")
             fp.changes.append(Wrap(entry.locator, prefix))
             fp.pending.append({"client": f.descriptor.id, "file": str(f.location.path), "target": str(f.target),
@@ -604,7 +670,8 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             if why:
                 report(fp, entry, "uncovered", why)
                 continue
-            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, "project")
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, "project",
+                            known.get(_origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)))
             prefix = (proxy, "proxy", "--server", k, "--")
             hp = file_plan(holder)
             hp.changes.append(AddShadow(("projects", pkey, "mcpServers"), entry.name,
@@ -618,35 +685,52 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
 
     # 3. render and verify each changed file
     restart: list[str] = []
+    dropped: set[str] = set()
+
+    def skip(pairs: Iterable[tuple[str, str]], reason: str) -> None:
+        """Entries whose change cannot be made: reported as skipped, with the reason."""
+        pairs = set(pairs)
+        for other in plans:
+            other.entries = [EntryReport(e.client, e.file, e.scope, e.name, "skipped", reason, None, e.project)
+                             if e.action in ("wrap", "shadow") and (e.name, e.policy_key) in pairs else e
+                             for e in other.entries]
+        dropped.update(k for _n, k in pairs)
+
     for fp in plans:
         if fp.status == "error" or not fp.changes:
             continue
         f = next(x for x in found.files if x.target == fp.target)
         assert f.view is not None
         adapter = adapter_for(f.descriptor)
+        pairs = [(display_name(p["name"]), p["policy_key"]) for p in fp.pending]
         try:
-            rendered = adapter.render(f.view, fp.changes)
-            new_view = adapter.read(f.location, rendered.data)
-            if new_view.value != expected_after(f.view.value, fp.changes):
-                raise EntryShapeError("the edited file does not hold exactly the intended change")
-            undo: list[Change] = [RemoveShadow(r) if r["op"] == "shadow" else Unwrap(r)
-                                  for r in reversed(rendered.records)]
-            back = adapter.render(new_view, undo)
-            if back.data != fp.old:
-                raise EntryShapeError("uninstall could not give back this file byte for byte")
+            rendered = _render_checked(adapter, f, fp.changes)
         except (EntryShapeError, SynartesisError, ValueError) as exc:
-            fp.status = "error"
-            fp.message = f"{fp.path}: not edited: {exc}"
-            fp.entries = [EntryReport(e.client, e.file, e.scope, e.name, "skipped", str(exc), None, e.project)
-                          if e.action in ("wrap",) else e for e in fp.entries]
-            dropped = {p["policy_key"] for p in fp.pending}
-            # shadows planned into this file: mark their project entries skipped too
-            for other in plans:
-                other.entries = [EntryReport(e.client, e.file, e.scope, e.name, "skipped", str(exc), None, e.project)
-                                 if e.action == "shadow" and e.policy_key in dropped else e for e in other.entries]
-            covers = [c for c in covers if c.key not in dropped]
-            fp.pending, fp.changes = [], []
-            continue
+            # which changes fail on their own? the others still go in (issue 9 item 8)
+            bad: dict[int, str] = {}
+            if len(fp.changes) > 1:
+                for n, ch in enumerate(fp.changes):
+                    try:
+                        _render_checked(adapter, f, [ch])
+                    except (EntryShapeError, SynartesisError, ValueError) as one:
+                        bad[n] = str(one)
+            rendered = None
+            if bad and len(bad) < len(fp.changes):
+                keep = [n for n in range(len(fp.changes)) if n not in bad]
+                try:
+                    rendered = _render_checked(adapter, f, [fp.changes[n] for n in keep])
+                except (EntryShapeError, SynartesisError, ValueError):
+                    rendered = None
+            if rendered is None:
+                fp.status, fp.exit_code = "error", 1
+                fp.message = f"{fp.path}: not edited: {exc}"
+                skip(pairs, str(exc))
+                fp.pending, fp.changes = [], []
+                continue
+            for n, why in bad.items():
+                skip([pairs[n]], why)
+            fp.changes = [fp.changes[n] for n in keep]
+            fp.pending = [fp.pending[n] for n in keep]
         fp.new = rendered.data
         fp.status = "change"
         for p, r in zip(fp.pending, rendered.records):
@@ -654,9 +738,14 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         hint = f"{f.descriptor.display_name}: {f.descriptor.restart}"
         if f.descriptor.restart_required and hint not in restart:
             restart.append(hint)
+    if dropped:  # a key still used by an entry that is wrapped keeps its policy
+        used = {p["policy_key"] for fp in plans for p in fp.pending} | \
+               {e.policy_key for e in (x for fp in plans for x in fp.entries) if e.action == "ours"}
+        covers = [c for c in covers if c.key not in dropped or c.key in used]
 
     # records of entries that are gone (or were put back by the client): forget them
     forget: list[dict[str, Any]] = []
+    upgrades: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for f in found.files:
         if f.view is None:
             continue
@@ -664,6 +753,10 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         for rec in state.for_target(str(f.target)):
             if adapter.record_state(f.view, rec["record"]) in ("missing", "original"):
                 forget.append(rec)
+            else:
+                better = adapter.upgrade_record(f.view, rec["record"])
+                if better is not None:  # an older record still holding argument texts
+                    upgrades.append((rec, better))
 
     # 4. the policy
     seen_keys: set[str] = set()
@@ -686,7 +779,28 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         warnings.append("SYNARTESIS_HOME is set: Claude Desktop and Codex do not pass it to servers, so "
                         "their proxies look for the policy in ~/.synartesis")
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
-                       restart, start_errors, forget)
+                       restart, start_errors, forget, upgrades)
+
+
+def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
+    """Render ``changes`` into ``f`` and prove the result: the new document equals the old one
+    with exactly these changes, and undoing the records gives back the old bytes.
+
+    Raises:
+        EntryShapeError: a change does not fit, or a proof fails.
+        SynartesisError / ValueError: the result does not parse.
+    """
+    assert f.view is not None
+    rendered = adapter.render(f.view, changes)
+    new_view = adapter.read(f.location, rendered.data)
+    # compared as canonical JSON: ``nan`` is not equal to itself (issue 9 item 8)
+    if value_sha(new_view.value) != value_sha(expected_after(f.view.value, changes)):
+        raise EntryShapeError("the edited file does not hold exactly the intended change")
+    undo: list[Change] = [RemoveShadow(r) if r["op"] == "shadow" else Unwrap(r) for r in reversed(rendered.records)]
+    back = adapter.render(new_view, undo)
+    if back.data != f.data:
+        raise EntryShapeError("uninstall could not give back this file byte for byte")
+    return rendered
 
 
 def _plan_policies(env: Env, covers: list[_Cover], options: InstallOptions, progress: Progress | None,
@@ -746,7 +860,11 @@ async def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, pr
                                                   timeout=options.timeout, label=c.key)
                 ok = True
             except Exception as exc:  # a server that cannot start gets the catch-all draft
-                errors[c.key] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                # the server's stderr can echo its arguments or env: never show their secrets
+                secrets = secret_parts([command, *args]) + [v for k, v in child_env.items()
+                                                            if k in (value.get("env") or {}) and len(v) >= 4]
+                errors[c.key] = scrub(msg, secrets)
                 ok = False
         if progress:
             progress.advance(c.key, ok)
@@ -789,7 +907,11 @@ def apply_install(env: Env, plan: InstallPlan, *,
         gone = {(r.get("target"), tuple(r["record"].get("locator", []))) for r in plan.forget}
         state.entries = [e for e in state.entries
                          if (e.get("target"), tuple(e["record"].get("locator", []))) not in gone]
-    if plan.policy_plans or plan.forget:
+    for old, better in plan.upgrades:
+        for e in state.entries:
+            if e.get("target") == old.get("target") and e["record"].get("locator") == old["record"].get("locator"):
+                e["record"] = better
+    if plan.policy_plans or plan.forget or plan.upgrades:
         save_state(env, state)
 
     outcomes: list[FileOutcome] = []
@@ -850,6 +972,7 @@ class UninstallFilePlan:
     restore: list[dict[str, Any]] = field(default_factory=list)  # state entries restored
     drop: list[dict[str, Any]] = field(default_factory=list)  # state entries forgotten
     entries: list[EntryReport] = field(default_factory=list)
+    exit_code: int = 0
 
 
 @dataclass
@@ -860,6 +983,7 @@ class UninstallPlan:
     purge: bool
     purge_paths: list[Path]
     restart: list[str]
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
@@ -902,6 +1026,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         by_target.setdefault(e.get("target", ""), []).append(e)
     files: list[UninstallFilePlan] = []
     restart: list[str] = []
+    warnings = tidy_own_files(env, [Path(t) for t in by_target if t])
     for target, recs in by_target.items():
         desc = get_descriptor(recs[0]["client"])
         path = Path(recs[0].get("file") or target)
@@ -919,6 +1044,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         found = read_location(desc, loc)
         if found.view is None:
             fp.status, fp.message = "error", f"{found.error}; left alone (records kept)"
+            fp.exit_code = found.error_code or 1
             continue
         fp.old = found.data
         adapter = adapter_for(desc)
@@ -960,7 +1086,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm"):
             if p.exists():
                 purge_paths.append(p)
-    return UninstallPlan(files, purge, purge_paths, restart)
+    return UninstallPlan(files, purge, purge_paths, restart, warnings)
 
 
 def apply_uninstall(env: Env, plan: UninstallPlan, *,

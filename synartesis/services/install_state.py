@@ -1,9 +1,13 @@
 """The install record: ``$SYNARTESIS_HOME/installed.json`` (a file synartesis owns, 0600).
 
 One entry per config entry install wrote (a wrapped entry, or a Claude Code local-scope
-shadow): which file and key path, the policy key, and the adapter's record — the original
-``command``/``args`` texts and the hashes of what we wrote. Env values are never stored: the
-original entry is rebuilt from the written one by reversing our own edits. ``uninstall``
+shadow): which file and key path, the policy key, and the adapter's record — hashes of what we
+wrote and of the original, and *templates* of the original ``command``/``args`` texts: their
+layout, with each value given as the index of the wrapped ``args`` element that holds it
+verbatim (:func:`synartesis.clients.adapters.render_template`). No argument, env value or
+token is stored (issue 9 item 3): the original entry is rebuilt from the written one by
+reversing our own edits. Records of earlier versions held the texts; they still restore, and
+install rewrites them (``upgrade_record``). ``uninstall``
 restores only entries whose current text or value still equals what we wrote
 (CLIENTS.md §4 row 11); ``status`` uses the same record to tell drift apart.
 

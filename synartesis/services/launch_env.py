@@ -1,9 +1,15 @@
-"""The environment a client gives a server, read from the client entry it was installed from.
+"""What a client gives a server, read from the client entry it was installed from.
 
 Undo, ``show --live``, ``check`` and ``pin`` start servers themselves; a server configured with
 ``env`` in a client config (an API key, ``MEMORY_FILE_PATH``) needs that same environment to
-open the same data. Values are read at launch time from the client's file, expanded the way
-that client expands them, and never stored anywhere (DESIGN §3).
+open the same data, and a server whose arguments hold a secret needs those arguments — the
+policy and the journal's launch line keep only their redacted shape (issue 9 item 3). Both
+are read at launch time from the client's file, expanded the way that client expands them, and
+never stored anywhere (DESIGN §3).
+
+:data:`entry_env` is what the CLI and the console hand to the undo engine: called with an
+``origin`` it returns the entry's env (:func:`entry_env_of`); its ``launch(origin, server)``
+returns the entry's command line (:func:`entry_launch`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from synartesis.clients.entries import entry_env as _client_env
 from synartesis.clients.locations import ConfigLocation, project_locations, user_locations
 from synartesis.paths import Env
 
-__all__ = ["entry_env", "entry_launch"]
+__all__ = ["entry_env", "entry_env_of", "entry_launch", "ClientEntries"]
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -50,20 +56,52 @@ def _entry(origin: Mapping[str, Any], env: Env):
     return desc, None
 
 
-def entry_launch(origin: Mapping[str, Any], env: Env | None = None) -> tuple[str, list[str]] | None:
+def _installed_origins(server: str, env: Env) -> list[dict[str, Any]]:
+    """Origins of the entries install wrapped with ``--server server`` (from installed.json)."""
+    from synartesis.services.install_state import load_state
+
+    try:
+        state = load_state(env)
+    except Exception:  # a damaged record must not stop an undo; the origin is only a fallback
+        return []
+    return [{"client": e.get("client"), "file": e.get("file"), "entry": e.get("name"), "project": e.get("project")}
+            for e in state.entries if e.get("policy_key") == server]
+
+
+def entry_launch(origin: Mapping[str, Any] | None, env: Env | None = None,
+                 server: str | None = None) -> tuple[str, list[str]] | None:
     """The original ``(command, args)`` of the client entry ``origin`` names (unwrapped from
     our ``proxy --server NAME -- …`` form), so a server whose arguments hold a secret can be
-    started without the policy keeping a copy of it. None when it cannot be read."""
-    from synartesis.clients.entries import proxy_args
+    started without the policy or the journal keeping a copy of it.
+
+    Args:
+        origin: ``{client, file, entry, project?}`` (the policy's ``servers.NAME.origin``);
+            None to look the server up in the install record by ``server``.
+        server: the policy key, used when ``origin`` is None or names no readable entry.
+    Returns:
+        ``(command, args)`` as the client starts them, or None when no entry can be read.
+    """
+    from synartesis.clients.entries import is_ours, ours_server, proxy_args
     env = env or Env.current()
-    _, entry = _entry(origin, env)
-    if entry is None or entry.command is None:
-        return None
-    inner = proxy_args(entry.args)
-    return inner if inner is not None else (entry.command, entry.args)
+    candidates = [dict(origin)] if origin else []
+    if server:
+        candidates += _installed_origins(server, env)
+    for o in candidates:
+        _, entry = _entry(o, env)
+        if entry is None or entry.command is None:
+            continue
+        if is_ours(entry.command, entry.args):
+            if server and ours_server(entry.args) not in (None, server):
+                continue
+            inner = proxy_args(entry.args)
+            if inner is not None:
+                return inner
+            continue
+        return entry.command, entry.args
+    return None
 
 
-def entry_env(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, str] | None:
+def entry_env_of(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, str] | None:
     """The ``env`` of the client entry ``origin`` names (``{client, file, scope, entry, project?}``),
     expanded as that client would; only the entry's own keys, not the whole environment.
 
@@ -78,5 +116,25 @@ def entry_env(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, st
         return {}
     full = _client_env(entry.value, desc.expansion, env.environ, str(env.home))
     return {k: full[k] for k in raw if k in full}
+
+
+class ClientEntries:
+    """The reader undo and ``show --live`` get: ``reader(origin)`` is :func:`entry_env`,
+    ``reader.launch(origin, server)`` is :func:`entry_launch` (see
+    :func:`synartesis.undo.launch.launch_specs`)."""
+
+    def __init__(self, env: Env | None = None) -> None:
+        self.env = env
+
+    def __call__(self, origin: Mapping[str, Any]) -> dict[str, str] | None:
+        return entry_env_of(origin, self.env)
+
+    def launch(self, origin: Mapping[str, Any] | None, server: str | None = None) -> tuple[str, list[str]] | None:
+        """The client entry's own command line (secrets included), or None."""
+        return entry_launch(origin, self.env, server)
+
+
+#: The shared reader (callable like :func:`entry_env_of`; also has ``.launch``).
+entry_env = ClientEntries()
 
 del os

@@ -705,8 +705,18 @@ def _small(v: Any) -> bool:
     return True
 
 
+_COMMENT_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _comment_line(line: str) -> str:
+    """One comment line as it may be written: a line break or control character (a tool name
+    or description from a server can hold any) would end the comment and let the rest be read
+    as policy, or make the file unreadable; each becomes a space."""
+    return _COMMENT_UNSAFE.sub(" ", str(line))
+
+
 def _comment_text(lines: list[str]) -> str:
-    return "\n".join(lines) if lines else ""
+    return "\n".join(_comment_line(x) for x in lines) if lines else ""
 
 
 def _rule_identity(rule: Any) -> tuple[str, str]:
@@ -855,7 +865,7 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
         if replacing:
             servers[plan.name] = block
         else:
-            servers[plan.name] = block
+            servers[_yaml_key(plan.name)] = block
             if plan.comments:
                 servers.yaml_set_comment_before_after_key(plan.name, before=_comment_text(plan.comments),
                                                           indent=indent_servers)
@@ -901,9 +911,40 @@ NEW_FILE_HEADER = (
     "`synartesis check`. A tool no rule matches is irreversible and held for approval.")
 
 
+#: Plain scalars YAML 1.1 reads as something other than a string (PyYAML resolves these).
+_YAML_SPECIAL = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"})
+
+
+def _plain_key(name: str) -> bool:
+    """True when ``name`` can be written as a plain YAML key and reads back as the same string.
+
+    ``true``, ``NULL``, ``on``, ``0x10``, ``1_000``, ``2024-01-01`` and ``.inf`` cannot (YAML reads
+    a boolean, null, a number or a date: issue 9 item 4); they are written double-quoted.
+    """
+    return bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name)) and name.lower() not in _YAML_SPECIAL
+
+
+def _yaml_key(name: str):
+    """A server key for the ruamel round trip: double-quoted unless :func:`_plain_key`."""
+    if _plain_key(name):
+        return name
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    return DoubleQuotedScalarString(name)
+
+
+# Characters YAML may not hold literally (outside its printable set) or that read badly:
+# C1 controls (U+0085 NEL reads as a line break), DEL, U+FEFF, U+FFFE/U+FFFF, line/paragraph separators and U+FFFD.
+_YAML_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffd\ufffe\uffff]")
+
+
 def _yaml_value(value: Any) -> str:
-    """A value as YAML flow text (JSON is valid YAML); U+FFFD spelled as its escape."""
-    return json.dumps(value, ensure_ascii=False).replace("\ufffd", "\\ufffd")
+    """A value as YAML flow text (JSON is valid YAML; JSON's ``\\uXXXX`` escapes are YAML's too).
+
+    Characters YAML cannot print (a DEL or C1 control in a server's argument made the whole
+    install fail validation) and U+FFFD are written as escapes.
+    """
+    return _YAML_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def _render_new(plans: list[ServerPolicyPlan]) -> str:
@@ -911,8 +952,8 @@ def _render_new(plans: list[ServerPolicyPlan]) -> str:
     out = [f"# {line}".rstrip() for line in NEW_FILE_HEADER.splitlines()]
     out += ["version: 1", "servers:"]
     for plan in plans:
-        out += [f"  # {line}".rstrip() for line in plan.comments]
-        name = plan.name if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]*", plan.name) else _yaml_value(plan.name)
+        out += [f"  # {_comment_line(line)}".rstrip() for line in plan.comments]
+        name = plan.name if _plain_key(plan.name) else _yaml_value(plan.name)
         out.append(f"  {name}:")
         for key, value in plan.server.items():
             out.append(f"    {key}: {_yaml_value(value)}")
@@ -930,7 +971,7 @@ def _render_new(plans: list[ServerPolicyPlan]) -> str:
                 kind = f"shipped {plan.policy_id} policy" if plan.source == "shipped" else "drafted"
                 lines = [f"--- {plan.name}: {kind} (added by synartesis) ---"] + lines
                 first = False
-            out += [f"  # {line}".rstrip() for line in lines]
+            out += [f"  # {_comment_line(line)}".rstrip() for line in lines]
             for n, (key, value) in enumerate(rule.items()):
                 out.append(f"  {'-' if n == 0 else ' '} {key}: {_yaml_value(value)}")
     return "\n".join(out) + "\n"

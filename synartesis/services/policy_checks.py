@@ -121,11 +121,16 @@ async def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, pol
         except ImportError:  # pragma: no cover - undo not installed
             pass
     command, args = spec.command, list(spec.args)
-    if spec.origin:
-        from synartesis.services.launch_env import entry_launch
-        launch = entry_launch(spec.origin)
+    from synartesis.redact import SECRET_MARK
+    from synartesis.services.launch_env import entry_launch
+    hidden = any(SECRET_MARK in a for a in [command, *args])
+    if spec.origin or hidden:
+        launch = entry_launch(spec.origin, server=spec.name)
         if launch is not None:  # the client's own command line (secrets are not kept in the policy)
             command, args = launch
+        elif hidden:
+            raise UpstreamError(f"{spec.name}: the policy keeps its secret arguments hidden and the client "
+                                "entry it was installed from cannot be read, so it cannot be started")
     info = await introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
     return info, notes
 

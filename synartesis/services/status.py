@@ -16,10 +16,10 @@ from typing import Any
 from synartesis import fsops
 from synartesis.clients.adapters import adapter_for
 from synartesis.clients.discover import discover
-from synartesis.clients.entries import foreign_wrapper, is_ours, ours_server
+from synartesis.clients.entries import display_name, foreign_wrapper, is_ours, ours_server
 from synartesis.clients.managed import load_managed
 from synartesis.paths import POLICY_FILENAME, Env, synartesis_home
-from synartesis.services.install import _claude_approval, _needs_shell, _policy_servers, select_clients
+from synartesis.services.install import _claude_approval, _needs_shell, _policy_servers, select_clients, tidy_own_files
 from synartesis.services.install_state import load_state
 
 __all__ = ["StatusRow", "StatusReport", "collect_status"]
@@ -61,6 +61,13 @@ class StatusReport:
         """True when every server is covered, nothing drifted and every file was read."""
         return (all(r.covered and not r.drift for r in self.rows)
                 and all(f["status"] == "ok" for f in self.files))
+
+    @property
+    def exit_code(self) -> int:
+        """0 all covered; 2 a client config is not valid (does not parse, wrong types); else 1."""
+        if any(f["status"] != "ok" and f.get("code") == 2 for f in self.files):
+            return 2
+        return 0 if self.ok else 1
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape (keys pinned by tests)."""
@@ -110,7 +117,7 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
         pdata = None
     rules = pdata.get("tools", []) if isinstance(pdata, dict) and isinstance(pdata.get("tools"), list) else []
     found = discover(env, clients)
-    warnings = list(found.notes)
+    warnings = list(found.notes) + tidy_own_files(env, [f.target for f in found.files])
     rows: list[StatusRow] = []
     files: list[dict[str, Any]] = []
     seen_records: set[int] = set()
@@ -122,7 +129,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     for f in found.files:
         desc = f.descriptor
         files.append({"client": desc.id, "file": str(f.location.path), "scope": f.location.scope,
-                      "status": "ok" if f.view is not None else "error", "message": f.error or ""})
+                      "status": "ok" if f.view is not None else "error", "message": f.error or "",
+                      "code": 0 if f.view is not None else (f.error_code or 1)})
         if f.view is None:
             continue
         adapter = adapter_for(desc)
@@ -136,7 +144,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
             def row(covered: bool, st: str, reason: str = "", key: str | None = None,
                     drift: list[str] | None = None) -> None:
                 rows.append(StatusRow(desc.id, desc.display_name, str(f.location.path), entry.scope,
-                                      entry.name, covered, st, reason, entry.project, key, pinfo(key),
+                                      display_name(entry.name), covered, st, reason,
+                                      display_name(entry.project) if entry.project else None, key, pinfo(key),
                                       drift or []))
 
             if entry.kind == "remote":

@@ -7,6 +7,12 @@ policy's ``servers.NAME.env`` for keys the entry does not set (``${VAR}`` expand
 stored expanded). When the policy or the client entry now
 describes a different launch line, a warning says so: inverses must go to the same place the
 writes went.
+
+The recorded launch line and the policy keep secret arguments only as
+:data:`~synartesis.redact.SECRET_MARK` (issue 9 item 3). Such a line is completed from the
+client entry the server was installed from (``entry_env.launch``), and only when that entry's
+command line has the same shape once redacted; otherwise the server is not started, with the
+reason, rather than started with a placeholder for an argument.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from synartesis.policy.model import Policy
-from synartesis.redact import redact_argv
+from synartesis.redact import SECRET_MARK, redact_argv
 
 __all__ = ["LaunchSpec", "launch_specs", "expand_env"]
 
@@ -44,6 +50,33 @@ class LaunchSpec:
 
 
 EntryEnv = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
+"""Reads a client entry's env from an origin; may also have ``launch(origin, server)`` returning
+the entry's ``(command, args)`` (:class:`synartesis.services.launch_env.ClientEntries`)."""
+
+
+def _real_argv(name: str, command: str, args: list[str], origin: Mapping[str, Any] | None,
+               reader: Any) -> tuple[str, list[str]] | str:
+    """The real command line behind a redacted one, from the client entry; or why not."""
+    launch = getattr(reader, "launch", None)
+    real = None
+    if launch is not None:
+        try:
+            real = launch(origin, name)
+        except Exception:  # an unreadable client config is a reason, not a crash
+            real = None
+    if real is None:
+        return (f"{name}: its launch line keeps secret arguments hidden and the client entry it was "
+                "installed from cannot be read, so it cannot be started; restore that entry (or run "
+                "install again) and retry")
+    rcmd, rargs = real[0], list(real[1])
+    # the policy redacts the args alone; a launch line may be redacted as one argv: accept both
+    same = (redact_argv(rargs)[0] == args and (rcmd == command or redact_argv([rcmd])[0] == [command])) \
+        or redact_argv([rcmd, *rargs])[0] == [command, *args]
+    if not same:
+        return (f"{name}: its launch line keeps secret arguments hidden, and the client entry now starts "
+                f"`{_show([rcmd, *rargs])}` instead of `{_show([command, *args])}`; not started, so undo "
+                "cannot reach a different server")
+    return rcmd, rargs
 
 
 def _entry_env(origin: dict | None, reader: EntryEnv | None) -> dict[str, str] | None:
@@ -88,6 +121,12 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
         else:
             problems.append(f"{name}: no launch line was recorded and the policy has no command for it")
             continue
+        if SECRET_MARK in command or any(SECRET_MARK in a for a in args):
+            real = _real_argv(name, command, args, pspec.origin if pspec else None, entry_env)
+            if isinstance(real, str):
+                problems.append(real)
+                continue
+            command, args = real
         env = dict(environ)
         entry = _entry_env(pspec.origin if pspec else None, entry_env) or {}
         env.update(entry)  # the client entry's env, expanded as that client does: it wins

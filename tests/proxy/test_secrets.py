@@ -16,7 +16,7 @@ def test_redact_argv_hides_values_not_shape():
     shown, hidden = redact_argv(["--token", "ghp_abcdef", "--api-key=sk-live-1", "postgres://u:pw@h/db",
                                  "--token", "${GITHUB_TOKEN}", "/home/alex/notes"])
     assert hidden
-    assert shown == ["--token", SECRET_MARK, f"--api-key={SECRET_MARK}", SECRET_MARK,
+    assert shown == ["--token", SECRET_MARK, f"--api-key={SECRET_MARK}", f"postgres://u:{SECRET_MARK}@h/db",
                      "--token", "${GITHUB_TOKEN}", "/home/alex/notes"]
 
 
