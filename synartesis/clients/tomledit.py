@@ -33,6 +33,7 @@ __all__ = [
     "set_item_text",
     "delete_item",
     "dumps",
+    "scan_spans",
 ]
 
 
@@ -386,6 +387,46 @@ def scan_document(text: str) -> list[tuple[tuple[str, ...], ValueSpan]]:
                 raise TomlSyntaxError("expected '='")
             value = sc.value(sc.ws(j + 1))
             out.append(((*table, *keys), value))
+            i = value.end
+    except IndexError:
+        raise TomlSyntaxError("unexpected end of the document") from None
+
+
+def scan_spans(text: str) -> list[tuple[str, tuple[str, ...], int, int]]:
+    """Every table header and ``key = value`` of a TOML document, in order, with where it is:
+    ``("table", path, start, end)`` for a header (``[[…]]`` too), ``("item", full key path,
+    key start, value end)`` for a key/value. Lets a caller edit whole lines of one entry.
+
+    Raises:
+        TomlSyntaxError: the text is not TOML this scanner reads.
+    """
+    sc = _Scanner(text)
+    t = text
+    out: list[tuple[str, tuple[str, ...], int, int]] = []
+    table: tuple[str, ...] = ()
+    i = 0
+    try:
+        while True:
+            i = sc.ws(i, newlines=True)
+            if i >= len(t):
+                return out
+            if t[i] == "[":
+                double = t.startswith("[[", i)
+                keys, j = sc.key(i + (2 if double else 1))
+                j = sc.ws(j)
+                close = "]]" if double else "]"
+                if not t.startswith(close, j):
+                    raise TomlSyntaxError("expected the end of a table header")
+                out.append(("table", keys, i, j + len(close)))
+                table, i = keys, j + len(close)
+                continue
+            start = i
+            keys, j = sc.key(i)
+            j = sc.ws(j)
+            if not t.startswith("=", j):
+                raise TomlSyntaxError("expected '='")
+            value = sc.value(sc.ws(j + 1))
+            out.append(("item", (*table, *keys), start, value.end))
             i = value.end
     except IndexError:
         raise TomlSyntaxError("unexpected end of the document") from None

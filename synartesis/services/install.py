@@ -794,7 +794,7 @@ def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
     rendered = adapter.render(f.view, changes)
     new_view = adapter.read(f.location, rendered.data)
     # compared as canonical JSON: ``nan`` is not equal to itself (issue 9 item 8)
-    if value_sha(new_view.value) != value_sha(expected_after(f.view.value, changes)):
+    if value_sha(new_view.value) != value_sha(expected_after(f.view.value, changes, f.descriptor.format)):
         raise EntryShapeError("the edited file does not hold exactly the intended change")
     undo: list[Change] = [RemoveShadow(r) if r["op"] == "shadow" else Unwrap(r) for r in reversed(rendered.records)]
     back = adapter.render(new_view, undo)
