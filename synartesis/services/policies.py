@@ -342,6 +342,11 @@ def recognise_command(command: str, args: list[str]) -> str | None:
     """
     known = load_known()
     for token in _argv_tokens(command or "", args or []):
+        if token.startswith(("http://", "https://")):  # a remote server's URL (remote-relay --url …)
+            by_url = recognise_url(token)
+            if by_url:
+                return by_url
+            continue
         for entry in known:
             if _token_matches(token, entry):
                 return entry.id
