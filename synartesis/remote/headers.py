@@ -197,8 +197,8 @@ class RemoteEntry:
             ``ws`` is kept so callers can refuse it.
         headers: where the credentials come from.
         oauth: the entry configures OAuth itself (Claude Code ``oauth``, Cursor ``auth``, Codex
-            ``oauth``/``scopes``), or gives no credentials at all: the server may ask for a
-            sign-in that the client would have done.
+            ``oauth``/``scopes``), or gives no headers at all: the server may ask for a sign-in
+            that the client would have done.
         explicit_oauth: only the first reason (the entry says so).
         style: how references are written (``claude``, ``cursor``, ``none``).
     """
@@ -242,7 +242,7 @@ def remote_entry(value: Mapping, client: str) -> RemoteEntry | None:
             raise UsageError("bearer_token_env_var must name an environment variable")
         spec = HeaderSpec(literal=literal, from_env=from_env, bearer_env=bearer)
         explicit = "oauth" in value or "scopes" in value or "oauth_resource" in value
-        return RemoteEntry(url, "http", spec, explicit or not spec.has_authorization, explicit, "none")
+        return RemoteEntry(url, "http", spec, explicit or spec.empty, explicit, "none")
     style = "cursor" if client == "cursor" else "claude"
     typ = value.get("type")
     if client == "cursor":
@@ -256,7 +256,7 @@ def remote_entry(value: Mapping, client: str) -> RemoteEntry | None:
     if helper is not None and not isinstance(helper, str):
         raise UsageError("headersHelper must be a command string")
     spec = HeaderSpec(literal=_pairs(value.get("headers"), "headers"), helper=helper or None)
-    return RemoteEntry(url, transport, spec, explicit or not spec.has_authorization, explicit, style)
+    return RemoteEntry(url, transport, spec, explicit or spec.empty, explicit, style)
 
 
 def _pairs(raw: object, key: str) -> tuple[tuple[str, str], ...]:
