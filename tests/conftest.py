@@ -1,5 +1,6 @@
-"""Shared fixtures: every test runs under a temporary HOME, and a tripwire fails any test
-that writes into the real home directory (or any client config location under it)."""
+"""Shared fixtures: every test runs under a temporary HOME, every process it starts is reaped
+when it ends, and a tripwire fails any test that wrote what synartesis writes into the real
+home (its home, the client configs it edits, their temporary files)."""
 
 from __future__ import annotations
 
@@ -8,38 +9,34 @@ import shutil
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
+
+pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
 SERVERS_DIR = REPO / ".servers" / "node_modules"
 _REAL_HOME = Path(os.path.expanduser("~")).resolve()
+_REAL_ENV = dict(os.environ)
 _ISOLATED_VARS = ("HOME", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "XDG_CONFIG_HOME",
                   "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "CODEX_HOME",
                   "CLAUDE_CONFIG_DIR", "SYNARTESIS_HOME")
 # npm and uv keep caches under HOME; point them at a shared per-session folder so tests
 # never touch the real one and do not refetch for every test.
 _TOOL_CACHE_VARS = {"npm_config_cache": "npm-cache", "UV_CACHE_DIR": "uv-cache"}
+_WATCH = helpers.HomeWatch(_REAL_HOME, _REAL_ENV)
 
 
-def _snapshot_home() -> dict[str, float]:
-    """mtimes of the real home's top level and of the client config locations in it."""
-    seen: dict[str, float] = {}
-    watch = [_REAL_HOME, _REAL_HOME / ".claude", _REAL_HOME / ".cursor", _REAL_HOME / ".codex",
-             _REAL_HOME / ".config", _REAL_HOME / ".config" / "Claude", _REAL_HOME / ".synartesis"]
-    for d in watch:
-        if not d.is_dir():
-            continue
+def pytest_configure(config: pytest.Config) -> None:
+    """Make this process the subreaper of everything the tests start (Linux): a process whose
+    parent died (a server left behind by a killed proxy) becomes our child instead of init's,
+    so the ``procs`` fixture still finds it when the test ends."""
+    if sys.platform.startswith("linux"):
         try:
-            for entry in os.scandir(d):
-                if entry.name in (".cache", ".npm", ".pyenv", ".cargo", ".rustup", ".bash_history"):
-                    continue
-                try:
-                    seen[entry.path] = entry.stat(follow_symlinks=False).st_mtime
-                except OSError:
-                    pass
-        except OSError:
+            import ctypes
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except (OSError, AttributeError):
             pass
-    return seen
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +48,8 @@ def tool_cache(tmp_path_factory) -> Path:
 def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_cache: Path) -> Path:
     """A temporary HOME (and every other variable that moves a config) for each test.
 
-    The tripwire: the real home's top level and client config folders are fingerprinted
-    before the test and compared after it; any new or modified entry fails the test.
+    The tripwire: what synartesis would write under the real home (``helpers.HomeWatch``) is
+    fingerprinted before the test and compared after it; any difference fails the test.
     """
     home = tmp_path / "home"
     home.mkdir()
@@ -63,6 +60,9 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_cache: Path)
     monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
     monkeypatch.setenv("LOCALAPPDATA", str(home / "AppData" / "Local"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("SYNARTESIS_HOME", str(home / ".synartesis"))
@@ -72,11 +72,27 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_cache: Path)
     # OAuth sign-ins go to a file under the temporary home, never into the real keychain
     monkeypatch.setenv("SYNARTESIS_TOKEN_STORE", "file")
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
-    before = _snapshot_home()
+    before = _WATCH.snapshot()
     yield home
-    after = _snapshot_home()
-    changed = sorted(p for p, m in after.items() if before.get(p) != m)
-    assert not changed, f"test wrote into the real home directory: {changed}"
+    changed = _WATCH.changes(before, _WATCH.snapshot())
+    assert not changed, "test wrote into the real home directory:\n  " + "\n  ".join(changed)
+
+
+@pytest.fixture(autouse=True)
+def procs(fake_home: Path):
+    """Every process the test starts through ``helpers`` (spawn, run, cli, RawSession,
+    sdk_session, stdio_client) is registered here and reaped when the test ends, passed or
+    failed: group and descendants, SIGTERM then SIGKILL, within a few seconds. A process
+    the test did not start through helpers that is still alive under pytest is killed and
+    fails the test (the code under test leaked it)."""
+    registry = helpers.Procs()
+    helpers._current = registry
+    try:
+        yield registry
+    finally:
+        helpers._current = None
+        leaked = registry.reap()
+    assert not leaked, "processes outlived the test (killed now):\n  " + "\n  ".join(leaked)
 
 
 @pytest.fixture

@@ -1,12 +1,23 @@
-"""Test helpers: run the real proxy as a subprocess, talk raw JSON-RPC or the mcp SDK client."""
+"""Test helpers: run the real proxy as a subprocess, talk raw JSON-RPC or the mcp SDK client.
+
+Every process a test starts goes through :func:`spawn` / :func:`run` (or, for the mcp SDK's
+own stdio client, :func:`stdio_client` / :func:`sdk_session`): each is registered with the
+running test's :class:`Procs`, and the autouse ``procs`` fixture (``tests/conftest.py``) reaps
+whatever is left when the test ends, failing or not: its process group, then its descendants,
+SIGTERM then SIGKILL, within a timeout. A process nobody registered that is still alive under
+the test (a leak of the code under test) is killed too, and fails the test.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -62,6 +73,288 @@ tools:
 """
 
 
+# -- processes ------------------------------------------------------------------------------
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """``{pid: (parent pid, state)}`` of every process we can see (Linux ``/proc``; else ``ps``)."""
+    table: dict[int, tuple[int, str]] = {}
+    if os.path.isdir("/proc/self"):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
+            if len(fields) >= 2:
+                table[int(name)] = (int(fields[1]), fields[0])
+        return table
+    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,stat="], capture_output=True, text=True, timeout=30)
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
+            table[int(parts[0])] = (int(parts[1]), parts[2][:1])
+    return table
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter (``Z`` for a zombie), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()[0]
+
+
+def _children(pid: int) -> list[int] | None:
+    """Direct children of ``pid`` from ``/proc/PID/task/*/children`` (None: not available)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    out: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            if tid == str(pid):
+                return None
+    return out
+
+
+def descendants(root: int, table: dict[int, tuple[int, str]] | None = None) -> list[int]:
+    """Every live (not zombie) process below ``root``, parents before children."""
+    out: list[int] = []
+    if table is None and _children(root) is not None:
+        todo = list(_children(root) or [])
+        while todo:
+            pid = todo.pop(0)
+            state = _state(pid)
+            if state is None:
+                continue
+            if state != "Z":
+                out.append(pid)
+            todo.extend(_children(pid) or [])
+        return out
+    table = _process_table() if table is None else table
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    todo = list(kids.get(root, []))
+    while todo:
+        pid = todo.pop(0)
+        if table.get(pid, (0, "Z"))[1] != "Z":
+            out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip() or f"pid {pid}"
+    except OSError:
+        return f"pid {pid}"
+
+
+def _signal(pid: int, sig: int, group: bool) -> None:
+    """Signal ``pid`` (and its group when it leads one that is not ours); a gone process is fine."""
+    try:
+        if group and os.name == "posix":
+            pgid = os.getpgid(pid)
+            if pgid == pid and pgid != os.getpgrp():
+                os.killpg(pgid, sig)
+                return
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    state = _state(pid) if os.path.isdir("/proc/self") else _process_table().get(pid, (0, None))[1]
+    return state is not None and state != "Z"
+
+
+class Procs:
+    """The processes one test started, reaped by :meth:`reap` when it ends.
+
+    Thread-safe: tests start proxies from worker threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.popens: list[subprocess.Popen] = []
+        self.pids: set[int] = set()
+
+    def spawn(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+        """``subprocess.Popen(argv, **kwargs)`` in a new session (so its group can be killed),
+        registered for reaping. ``stdin`` defaults to ``/dev/null``: a test never reads the
+        terminal it was started from."""
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        if os.name == "posix":
+            kwargs.setdefault("start_new_session", True)
+        proc = subprocess.Popen(list(argv), **kwargs)
+        with self._lock:
+            self.popens.append(proc)
+            self.pids.add(proc.pid)
+        return proc
+
+    def adopt(self, pids: Sequence[int]) -> None:
+        """Register processes someone else started (the mcp SDK's stdio client) for reaping."""
+        with self._lock:
+            self.pids.update(pids)
+
+    def run(self, argv: Sequence[str], *, input: Any = None, capture_output: bool = True,
+            text: bool | None = None, encoding: str | None = None, timeout: float = 120,
+            env: dict | None = None, cwd: str | Path | None = None,
+            check: bool = False) -> subprocess.CompletedProcess:
+        """Like ``subprocess.run`` (same defaults: bytes unless ``text``), but the process is
+        registered, stdin is ``/dev/null`` unless ``input`` is given, and on timeout its whole
+        tree is killed before ``TimeoutExpired`` is raised (``subprocess.run`` kills only the
+        child, then waits for pipes a grandchild may hold open for ever).
+
+        Raises:
+            subprocess.TimeoutExpired: after ``timeout`` seconds (the tree is dead by then).
+            subprocess.CalledProcessError: with ``check`` and a non-zero exit.
+        """
+        pipe = subprocess.PIPE if capture_output else None
+        proc = self.spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                          stdout=pipe, stderr=pipe, text=bool(text), encoding=encoding, env=env, cwd=cwd)
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_tree(proc.pid)
+            try:
+                out, err = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                out = err = None
+            raise subprocess.TimeoutExpired(list(argv), timeout, output=out, stderr=err) from None
+        done = subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+        if check:
+            done.check_returncode()
+        return done
+
+    def kill_tree(self, pid: int, grace: float = 3.0) -> None:
+        """SIGTERM ``pid``'s group and every descendant, then SIGKILL what is left after ``grace``."""
+        tree = [pid, *descendants(pid)]
+        for sig in (signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
+            for p in tree:
+                _signal(p, sig, group=True)
+            end = time.monotonic() + grace
+            while time.monotonic() < end and any(_alive(p) for p in tree):
+                time.sleep(0.02)
+            if not any(_alive(p) for p in tree):
+                break
+        for proc in self.popens:
+            if proc.pid == pid:
+                _close_popen(proc)
+
+    def reap(self, grace: float = 2.0, linger: float = 2.0) -> list[str]:
+        """End every process this test left behind.
+
+        Registered processes (and everything below them) are killed, group first. Any other
+        live process under this one is given ``linger`` seconds to exit on its own, then
+        killed; those are returned (``pid: command line``) so the fixture can fail the test.
+        Zombies of ours that no ``Popen`` owns are collected.
+        """
+        me = os.getpid()
+        with self._lock:
+            pids = set(self.pids)
+            popens = list(self.popens)
+        owned: set[int] = set()
+        for pid in pids:
+            if _alive(pid):
+                owned.add(pid)
+                owned.update(descendants(pid))
+        for pid in sorted(owned):
+            if _alive(pid):
+                self.kill_tree(pid, grace)
+        for proc in popens:
+            _close_popen(proc)
+        leaked: list[str] = []
+        end = time.monotonic() + linger
+        stray = [p for p in descendants(me) if p not in owned]
+        while stray and time.monotonic() < end:
+            time.sleep(0.05)
+            stray = [p for p in descendants(me) if p not in owned]
+        for pid in stray:
+            leaked.append(f"{pid}: {_cmdline(pid)}")
+            self.kill_tree(pid, grace)
+        _collect_zombies(me, {p.pid for p in popens})
+        return leaked
+
+
+def _close_popen(proc: subprocess.Popen) -> None:
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f is not None:
+            try:
+                f.close()
+            except (OSError, ValueError):
+                pass
+
+
+def _collect_zombies(me: int, owned: set[int]) -> None:
+    """Wait for our dead children that no Popen will wait for (orphans we adopted as the
+    subreaper), so they do not pile up as zombies."""
+    kids = _children(me)
+    if kids is None:
+        kids = [pid for pid, (ppid, _) in _process_table().items() if ppid == me]
+    for pid in kids:
+        if pid not in owned and _state(pid) == "Z":
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+_current: Procs | None = None
+
+
+def current_procs() -> Procs:
+    """The running test's registry (set by the ``procs`` fixture)."""
+    if _current is None:
+        raise RuntimeError("processes can only be started inside a test (the procs fixture is not active)")
+    return _current
+
+
+def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """:meth:`Procs.spawn` on the running test's registry."""
+    return current_procs().spawn(argv, **kwargs)
+
+
+def run(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """:meth:`Procs.run` on the running test's registry."""
+    return current_procs().run(argv, **kwargs)
+
+
+def _live_children() -> set[int]:
+    me = os.getpid()
+    kids = _children(me)
+    if kids is None:
+        kids = [pid for pid, (ppid, _) in _process_table().items() if ppid == me]
+    return {pid for pid in kids if _alive(pid)}
+
+
+@asynccontextmanager
+async def stdio_client(params: Any):
+    """The mcp SDK's ``stdio_client(params)``, with the server process it starts registered
+    for reaping (the SDK starts it itself, so it is found as our new child)."""
+    from mcp.client.stdio import stdio_client as sdk_stdio_client
+
+    before = _live_children()
+    async with sdk_stdio_client(params) as streams:
+        current_procs().adopt(sorted(_live_children() - before))
+        yield streams
+
+
 def synartesis_argv(*args: str) -> list[str]:
     """argv that runs this checkout's CLI."""
     return [sys.executable, "-m", "synartesis", *args]
@@ -74,17 +367,17 @@ def proxy_argv(server: str, manifest: Path, journal: Path, command: list[str], *
 
 def cli(*args: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 120,
         input: str | None = None) -> subprocess.CompletedProcess:
-    """Run the CLI; return the completed process (text mode)."""
-    return subprocess.run(synartesis_argv(*args), capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=timeout, input=input)
+    """Run the CLI; return the completed process (text mode). Registered for reaping."""
+    return run(synartesis_argv(*args), capture_output=True, text=True, env=env, cwd=cwd,
+               timeout=timeout, input=input)
 
 
 class RawSession:
     """A subprocess spoken to with newline-delimited JSON-RPC, reading replies by id."""
 
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | Path | None = None) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, cwd=cwd)
+        self.proc = spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, cwd=cwd)
         self.lines: list[bytes] = []
 
     def send(self, obj: Any) -> None:
@@ -168,7 +461,6 @@ class RawSession:
 async def sdk_session(argv: list[str], env: dict | None = None, cwd: str | None = None):
     """The mcp SDK's own ClientSession over stdio, connected to ``argv``."""
     from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(env or os.environ), cwd=cwd)
     async with stdio_client(params) as (read, write):
@@ -189,3 +481,130 @@ def text_of(result: Any) -> str:
 def open_journal(path: Path):
     from synartesis.journal import Journal
     return Journal.open(path)
+
+
+# -- the real-home tripwire ------------------------------------------------------------------
+
+_JOURNAL_SIDECARS = ("journal.db-wal", "journal.db-shm", "journal.db-journal")
+
+
+class HomeWatch:
+    """Fingerprints of what synartesis itself would write under a home (issue 9 item 14).
+
+    Watched, and nothing else, so other programs writing to the home while the suite runs
+    (Claude Code rewriting ``~/.claude.json``, Codex's ``~/.codex/*.sqlite``, npm caches) are
+    not mistaken for a test that escaped its temporary HOME:
+
+    - synartesis's home (``$SYNARTESIS_HOME``, else ``~/.synartesis``): every file by size and
+      mtime (the policy, ``installed.json``, ``backups/``), except the journal and caches,
+      which a real client's proxies write while the suite runs: only their appearance counts
+      (the journal's ``-wal``/``-shm`` files come and go with every connection: ignored);
+    - every client config file install edits, at every candidate path of every client
+      descriptor, resolved by synartesis's own location code for this home and environment:
+      whether it exists and how many times it says ``synartesis`` (a wrapped entry names the
+      synartesis executable; a rewrite by its client keeps the count);
+    - ``*.synartesis-tmp`` files (our atomic writes) in the folders of those files.
+    """
+
+    def __init__(self, home: Path, environ: dict[str, str], platform: str = sys.platform) -> None:
+        from synartesis.clients.descriptor import load_descriptors
+        from synartesis.clients.locations import expand_template
+        from synartesis.paths import Env, synartesis_home
+
+        env = Env(home=Path(home), environ=dict(environ), platform=platform, cwd=Path(home))
+        self.syn_home = synartesis_home(env)
+        configs: set[Path] = set()
+        for desc in load_descriptors():
+            for spec in desc.files:
+                for tpl in spec.templates(platform):
+                    path = expand_template(tpl, env)
+                    if path is not None and "*" not in str(path):
+                        configs.add(path)
+        self.configs = sorted(configs)
+        self.folders = sorted({p.parent for p in self.configs})
+        self._counts: dict[Path, tuple[tuple[int, int], int]] = {}
+
+    def _count(self, path: Path) -> int | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        key = (st.st_mtime_ns, st.st_size)
+        cached = self._counts.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            n = path.read_bytes().count(b"synartesis")
+        except OSError:
+            return None
+        self._counts[path] = (key, n)
+        return n
+
+    def snapshot(self) -> dict[str, object]:
+        """``{what: fingerprint}`` of everything watched (see the class docstring)."""
+        seen: dict[str, object] = {}
+        for path in self.configs:
+            seen[f"{path} (mentions of synartesis)"] = self._count(path) or 0
+        for folder in self.folders:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith(".synartesis-tmp"):
+                    seen[str(folder / name)] = "temporary file"
+        if self.syn_home.is_dir():
+            for dirpath, _, files in os.walk(self.syn_home):
+                for name in files:
+                    p = os.path.join(dirpath, name)
+                    if name in _JOURNAL_SIDECARS:
+                        continue  # come and go with every connection to the journal
+                    if name == "journal.db" or "cache" in name:
+                        seen[p] = "exists"
+                        continue
+                    try:
+                        st = os.stat(p, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    seen[p] = (st.st_size, st.st_mtime_ns)
+        return seen
+
+    @staticmethod
+    def changes(before: dict[str, object], after: dict[str, object]) -> list[str]:
+        """What differs between two snapshots, one line each (empty: nothing we would write)."""
+        out = []
+        for key in sorted(set(before) | set(after)):
+            if before.get(key) != after.get(key):
+                out.append(f"{key}: {before.get(key, 'absent')} -> {after.get(key, 'absent')}")
+        return out
+
+
+def run_async(coro: Any, timeout: float = 300) -> Any:
+    """``asyncio.run(coro)`` that cannot hang the test after ``coro`` is done.
+
+    ``asyncio.run`` ends by joining the default executor's threads; a thread blocked in
+    ``Popen.wait`` on a child the code under test leaked would block it for ever (issue 9
+    item 13). Here that join is bounded: the leaked child is left to the ``procs`` fixture,
+    which kills it and fails the test.
+
+    Raises:
+        asyncio.TimeoutError: ``coro`` took longer than ``timeout`` seconds.
+    """
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, timeout))
+    finally:
+        try:
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(asyncio.wait([loop.create_task(loop.shutdown_default_executor())], timeout=5))
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()

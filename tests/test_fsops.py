@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import helpers
 import pytest
 
 from synartesis import fsops
@@ -70,7 +70,7 @@ def test_tighten_reports_and_fixes_looser_modes_only(tmp_path):
 
 
 def _dead_pid() -> int:
-    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p = helpers.spawn([sys.executable, "-c", "pass"])
     p.wait(timeout=30)
     return p.pid
 

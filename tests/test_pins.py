@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
 import yaml
 
@@ -87,7 +88,7 @@ def test_pins_module_imports_nothing_heavy() -> None:
     code = ("import sys, synartesis.pins; "
             "bad=[m for m in sys.modules if m.split('.')[0] in ('yaml','typer','rich','pydantic','mcp','ruamel')]; "
             "print(bad); sys.exit(1 if bad else 0)")
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+    assert helpers.run([sys.executable, "-c", code]).returncode == 0
 
 
 # -- with the real filesystem server -----------------------------------------------------------
@@ -106,7 +107,7 @@ def _policy(tmp: Path, fs_server: list[str]) -> tuple[Path, Path]:
 
 
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+    return helpers.run(cmd, capture_output=True, text=True, timeout=120, **kw)
 
 
 def _with_pins(policy: Path, block: str) -> None:
@@ -147,7 +148,7 @@ def test_proxy_refuses_every_call_after_a_schema_change(tmp_path: Path, fs_serve
     _with_pins(policy, block.replace(pins["write_file"], stale))
     argv = synartesis_cmd + ["proxy", "--server", "files", "--manifest", str(policy),
                              "--journal", str(tmp_path / "j.db"), "--"] + fs_server + [str(root)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = helpers.spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         def send(msg: dict) -> None:
             proc.stdin.write(json.dumps(msg) + "\n")

@@ -74,6 +74,8 @@ def init(
                            f"(provenance: {describe_provenance(plan.provenance)})."))
     else:
         console.print(Text(f"Drafted a fail-closed policy: {plan.reason}."))
+    for line in plan.declared:  # what the server declared, drafted or refused and why
+        console.print(Text(f"  declared by the server: {line}"))
     if plan.todo_count:
         console.print(Text(f"{plan.todo_count} rule(s) marked TODO are held for approval until "
                            f"you review them in {result.policy_path}."))

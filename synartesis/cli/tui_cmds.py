@@ -16,7 +16,6 @@ from synartesis.cli.app import app
 from synartesis.cli.common import JournalOpt, ManifestOpt
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.services.context import default_actor, open_journal, where
-from synartesis.services.runs import action_view
 
 __all__ = ["console_callback", "plain_console", "wants_terminal"]
 
@@ -36,9 +35,11 @@ def plain_console(manifest: Optional[str], journal: Optional[str]) -> str:
     held call with its reason and arguments. Never creates a journal.
 
     Raises:
+        PolicyError: ``--manifest`` names a file that does not exist (and no ``--journal``).
         JournalError: the journal exists but cannot be read.
     """
     from synartesis.proxy.payload import cli_command
+    from synartesis.tui.data import read_snapshot
     from synartesis.tui.render import plain_frame
 
     path = where(manifest, journal).journal
@@ -47,9 +48,8 @@ def plain_console(manifest: Optional[str], journal: Optional[str]) -> str:
     except NoJournalError:
         return plain_frame(path, None, [], cli=cli_command())
     with j:
-        runs = j.list_runs()
-        held = [action_view(j, a) for a in j.list_gated()]
-    return plain_frame(path, runs, held, cli=cli_command())
+        snap = read_snapshot(j)
+    return plain_frame(path, snap.runs, snap.held, cli=cli_command())
 
 
 @app.callback(invoke_without_command=True,

@@ -3,7 +3,8 @@
 The YAML is composed into nodes first so each value keeps its position; validation follows
 reference-spec §2.7 (schema, then cross-field rules, in that order) plus DESIGN §4's keys
 (``provenance``, ``pins``, ``verify``, ``when``, list-valued ``inverse``) and ours
-(``refuse_when``, ``sql_arg``, ``origin``, ``note``). Unknown keys anywhere are errors.
+(``refuse_when``, ``sql_arg``, ``origin``, ``note``, top-level ``production_patterns``).
+Unknown keys anywhere are errors.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import yaml
 from synartesis.errors import PolicyError
 from synartesis.policy.model import (
     CLASSES,
+    DEFAULT_PRODUCTION_PATTERNS,
     GATES,
     CallTemplate,
     Policy,
@@ -24,11 +26,11 @@ from synartesis.policy.model import (
     ServerSpec,
     pattern_regex,
 )
-from synartesis.policy.refs import RefError, references
+from synartesis.policy.refs import RefSyntaxError, references
 
 __all__ = ["load_policy", "parse_policy"]
 
-_TOP_KEYS = {"version", "servers", "tools"}
+_TOP_KEYS = {"version", "servers", "tools", "production_patterns"}
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note"}
 _RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
@@ -43,10 +45,27 @@ except AttributeError:  # pragma: no cover
 class _Located:
     """Plain Python values plus the (line, col) of every path in the document."""
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, text: str = "") -> None:
         self.filename = filename
         self.marks: dict[tuple, tuple[int, int]] = {}
         self._seen: set[int] = set()
+        self._lines = text.splitlines()
+        # single-line scalars: path -> (line, start col, end col, style), 0-based, to point
+        # inside a string at the character a reference error is about
+        self._scalars: dict[tuple, tuple[int, int, int, str | None]] = {}
+
+    def error_in_string(self, path: tuple, value: str, offset: int, message: str) -> PolicyError:
+        """A PolicyError at character ``offset`` of the string at ``path`` when the source maps
+        1:1 onto the value (plain, single-quoted, or double-quoted without escapes, on one
+        line); otherwise at the start of the string."""
+        found = self._scalars.get(tuple(path))
+        if found is not None:
+            line, start, end, style = found
+            col = _source_column(self._lines[line][start:end] if line < len(self._lines) else "",
+                                 style, value, offset)
+            if col is not None:
+                return PolicyError(message, self.filename, line + 1, start + col + 1)
+        return self.error(path, message)
 
     def error(self, path: tuple, message: str) -> PolicyError:
         """A PolicyError located at the deepest node along ``path`` that exists."""
@@ -83,6 +102,9 @@ class _Located:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(v, path + (i,)) for i, v in enumerate(node.value)]
+        if node.start_mark.line == node.end_mark.line:
+            self._scalars[path] = (node.start_mark.line, node.start_mark.column, node.end_mark.column,
+                                   node.style or None)
         return self._scalar(node)
 
     def _scalar(self, node: yaml.Node) -> Any:
@@ -93,6 +115,22 @@ class _Located:
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+def _source_column(raw: str, style: str | None, value: str, offset: int) -> int | None:
+    """Column (0-based, from the scalar's start) of ``value[offset]`` in its source ``raw``,
+    or None when the source does not map character for character onto the value."""
+    if style is None:
+        return offset if raw == value else None
+    if style == '"':
+        return offset + 1 if raw == f'"{value}"' and "\\" not in raw else None
+    if style == "'":
+        inner, cols, k = raw[1:-1], [], 0
+        while k < len(inner):  # '' in the source is one ' in the value
+            cols.append(k)
+            k += 2 if inner.startswith("''", k) else 1
+        return cols[offset] + 1 if len(cols) == len(value) and offset < len(cols) else None
+    return None
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
@@ -122,7 +160,7 @@ def parse_policy(text: str, filename: str = "synartesis.yaml") -> Policy:
     Raises:
         PolicyError: located at FILE:LINE:COL.
     """
-    loc = _Located(filename)
+    loc = _Located(filename, text)
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
@@ -203,7 +241,24 @@ def _validate(doc: Any, loc: _Located) -> Policy:
                             f"duplicate match pattern {rule.match}; it is already declared at tools[{seen[key]}]")
         seen[key] = i
         rules.append(rule)
-    return Policy(path=loc.filename, servers=servers, rules=tuple(rules))
+    return Policy(path=loc.filename, servers=servers, rules=tuple(rules),
+                  production_patterns=_production_patterns(loc, doc))
+
+
+def _production_patterns(loc: _Located, doc: dict) -> tuple[str, ...]:
+    """``production_patterns``: a list of patterns (``[]`` flags nothing); absent = the default."""
+    if "production_patterns" not in doc:
+        return DEFAULT_PRODUCTION_PATTERNS
+    value = doc["production_patterns"]
+    path = ("production_patterns",)
+    if not isinstance(value, list):
+        raise loc.error(path, "production_patterns must be a list of patterns, e.g. [prod, production, live] "
+                              "(write [] to flag nothing)")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise loc.error(path + (i,), f"production_patterns[{i}] must be a non-empty string "
+                                         "(a word such as prod, or a glob such as \"*-prod-*\")")
+    return tuple(value)
 
 
 def _server(loc: _Located, name: str, spec: Any) -> ServerSpec:
@@ -336,11 +391,11 @@ def _refs(loc: _Located, template: Any, path: tuple) -> list[tuple[str, str, tup
     elif isinstance(template, list):
         for i, v in enumerate(template):
             out.extend(_refs(loc, v, path + (i,)))
-    else:
+    elif isinstance(template, str):
         try:
             out.extend((ref, ns, path) for ref, ns in references(template))
-        except RefError as exc:
-            raise loc.error(path, str(exc)) from None
+        except RefSyntaxError as exc:
+            raise loc.error_in_string(path, template, exc.offset, f"{template!r}: {exc.problem}") from None
     return out
 
 

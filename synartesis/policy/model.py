@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED"]
+__all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED",
+           "DEFAULT_PRODUCTION_PATTERNS", "production_match", "ProductionHit"]
 
 @functools.lru_cache(maxsize=65536)
 def pattern_regex(pattern: str) -> re.Pattern:
@@ -18,6 +20,53 @@ def pattern_regex(pattern: str) -> re.Pattern:
 
 CLASSES = ("readonly", "reversible", "compensable", "irreversible")
 GATES = ("always", "on_write", "never")
+#: ``production_patterns`` when a policy does not set it (issue 10 item 10).
+DEFAULT_PRODUCTION_PATTERNS = ("prod", "production", "live")
+_GLOB = frozenset("*?[")
+
+
+@functools.lru_cache(maxsize=4096)
+def _production_regex(pattern: str) -> re.Pattern:
+    p = pattern.lower()
+    if _GLOB & set(p):
+        return re.compile(fnmatch.translate(p), re.S)
+    # a plain pattern is a word of the value: no letter right before or after it
+    return re.compile(r"(?<![a-z])" + re.escape(p) + r"(?![a-z])", re.S)
+
+
+def production_match(patterns: tuple[str, ...] | list[str], text: str) -> str | None:
+    """The first of ``patterns`` that ``text`` matches, or None.
+
+    Case-insensitive. A pattern with ``*``, ``?`` or ``[`` is a glob over the whole text
+    (``*prod*`` is any substring, ``prod-*`` a prefix); any other pattern matches where it
+    appears as a word, with no letter right before or after it: ``prod`` matches ``prod``,
+    ``prod-db``, ``db.prod.internal``, ``/srv/prod/app`` and ``prod1``, not ``product`` or
+    ``reproduce`` (so the default ``live`` does not flag ``deliver`` or ``olive``).
+    """
+    if not isinstance(text, str):
+        return None
+    folded = text.lower()
+    for pattern in patterns:
+        rx = _production_regex(pattern)
+        if (rx.match(folded) if _GLOB & set(pattern) else rx.search(folded)):
+            return pattern
+    return None
+
+
+@dataclass(frozen=True)
+class ProductionHit:
+    """One value that matched ``production_patterns``.
+
+    Attributes:
+        where: ``"server"`` for the server name, else the argument's path (``path``,
+            ``items[0].host``).
+        value: the string that matched.
+        pattern: the pattern it matched.
+    """
+
+    where: str
+    value: str
+    pattern: str
 
 
 @dataclass(frozen=True)
@@ -98,11 +147,43 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class Policy:
-    """A loaded, validated policy."""
+    """A loaded, validated policy.
+
+    Attributes:
+        production_patterns: what marks a target as production (top-level
+            ``production_patterns``; default :data:`DEFAULT_PRODUCTION_PATTERNS`); see
+            :func:`production_match` for how a pattern matches.
+    """
 
     path: str
     servers: dict[str, ServerSpec]
     rules: tuple[Rule, ...]
+    production_patterns: tuple[str, ...] = DEFAULT_PRODUCTION_PATTERNS
+
+    def production_match(self, value: Any) -> str | None:
+        """The pattern a server name or an argument value matches, or None.
+
+        ``value`` may be a string or any JSON value (every string in it, at any depth, is
+        looked at; keys are not).
+        """
+        for _, text in _strings(value, ""):
+            found = production_match(self.production_patterns, text)
+            if found is not None:
+                return found
+        return None
+
+    def production_hits(self, server: str, args: Any) -> list[ProductionHit]:
+        """Everything about a call that looks like production: the server name, then every
+        string in ``args`` (in order), each with the pattern it matched."""
+        hits = []
+        found = production_match(self.production_patterns, server)
+        if found is not None:
+            hits.append(ProductionHit("server", server, found))
+        for where, text in _strings(args, ""):
+            found = production_match(self.production_patterns, text)
+            if found is not None:
+                hits.append(ProductionHit(where or "arguments", text, found))
+        return hits
 
     def ordered_rules(self) -> list[Rule]:
         """Rules by specificity (reference-spec §2.8): longer literal text first, then fewer
@@ -133,3 +214,15 @@ class Policy:
             if pattern_regex(r.match.split(".", 1)[0]).fullmatch(server):
                 out.append(r)
         return out
+
+
+def _strings(value: Any, where: str):
+    """``(path, string)`` for every string in a JSON value, depth first, in order."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{where}[{i}]")

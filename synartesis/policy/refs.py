@@ -1,67 +1,273 @@
 """The reference language of policy templates (reference-spec §2.4–2.5, defect 12 fixed).
 
-Namespaces: ``$.``/``$``/``$[`` = the call's arguments, ``$snapshot`` = the pre-read payload,
-``$result`` = the forward call's payload. Path: ``.key`` segments, each followed by ``[n]``
-(index) or ``[]`` (projection over a list). ``$$`` is a literal ``$``.
+:func:`parse_template` is the only place that decides what a template string means; the
+loader calls it on every string of every snapshot, inverse and verify call (so a string it
+refuses is a ``FILE:LINE:COL`` error at load), and :func:`resolve_template` resolves what it
+parsed (so a string that loaded never fails to parse at run time, only to resolve).
 
-Whole-value: a string that is exactly one reference resolves to the value with its JSON type.
-Embedded: in any other string, every reference ``$ns.path`` (identifier grammar) is replaced by
-its text (strings raw, anything else as compact JSON). Unlike the reference implementation, a
-string that *starts* with a reference and goes on with prose is embedded substitution, not a
-lookup of a key named after the prose.
+The grammar (README, "The policy language"), scanning a string left to right::
+
+    template  := ( text | "$$" | reference )*
+    reference := "$" segment path        -- the call's arguments: $.path, $[0], $.items[].name
+               | "$snapshot" path        -- the pre-read's payload
+               | "$result" path          -- the call's payload
+               | "$"                     -- (a whole string only) the whole arguments object
+    path      := segment*
+    segment   := "." key | "[" digits "]" | "[]"
+    key       := [A-Za-z_] [A-Za-z0-9_-]*
+
+- ``$$`` is one literal ``$``. A ``$`` followed by a digit, a space, other punctuation or the
+  end of the string is a literal ``$`` too (``costs $5``), except that the whole string ``$``
+  is the whole arguments object.
+- A ``$`` followed by a letter or ``_`` starts a namespace word that must be ``snapshot`` or
+  ``result``; ``$.`` and ``$[`` start an arguments path.
+- A path ends at the first character that cannot start a segment. A ``.`` must be followed by
+  a key and a ``[`` by digits and ``]`` or by ``]``: ``$snapshot.``, ``$.a[``, ``$result..x``
+  and ``$snapshot.a[x]`` are errors, never text.
+- A string that is exactly one reference resolves to the value with its JSON type; in any
+  other string each reference is replaced by its text (strings raw, anything else as compact
+  JSON). Unlike the reference implementation, a string that *starts* with a reference and goes
+  on with prose is substitution, not a lookup of a key named after the prose.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import re
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["RefError", "resolve_template", "references", "NAMESPACES", "parse_ref"]
+__all__ = ["RefError", "RefSyntaxError", "Ref", "Template", "NAMESPACES", "parse_template",
+           "parse_ref", "format_ref", "resolve_template", "references", "is_key"]
 
 NAMESPACES = ("args", "snapshot", "result")
-_IDENT = r"[A-Za-z_][A-Za-z0-9_\-]*"
-_SEG = rf"(?:\.{_IDENT}|\[\d+\]|\[\])"
-# A reference: $ then optional namespace word, then path segments.
-_REF = re.compile(rf"\$(snapshot|result)?((?:{_SEG})*)")
-_WHOLE = re.compile(rf"^\$(snapshot|result)?((?:{_SEG})*)$")
-_BAD_NS = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)")
+_WORDS = ("snapshot", "result")
+_KEY_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_KEY_REST = _KEY_START | frozenset("0123456789-")
+_WORD_REST = _KEY_START | frozenset("0123456789")
+_DIGITS = frozenset("0123456789")
+
+PathStep = str | int | None  # key, index, [] projection
 
 
 class RefError(ValueError):
     """A reference that cannot be parsed or resolved; the message names the reference."""
 
 
-def parse_ref(text: str) -> tuple[str, list[Any]] | None:
-    """Parse a whole-value reference into (namespace, path) or None if ``text`` is not one.
+class RefSyntaxError(RefError):
+    """A string the reference grammar refuses.
+
+    Attributes:
+        text: the whole template string.
+        offset: 0-based index in ``text`` of the character the problem is at.
+        problem: what is wrong and what to write instead (no location).
+    """
+
+    def __init__(self, text: str, offset: int, problem: str) -> None:
+        self.text, self.offset, self.problem = text, offset, problem
+        super().__init__(f"{text!r} is not a valid template: {problem}")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One parsed reference: namespace, path, and where it sits in its template string."""
+
+    ns: str
+    path: tuple[PathStep, ...]
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Template:
+    """A parsed template string: literal text pieces and references, in order."""
+
+    text: str
+    parts: tuple[str | Ref, ...]
+
+    @property
+    def whole(self) -> Ref | None:
+        """The reference when the string is exactly one (it keeps its JSON type), else None."""
+        if len(self.parts) == 1 and isinstance(self.parts[0], Ref):
+            return self.parts[0]
+        return None
+
+    @property
+    def refs(self) -> tuple[Ref, ...]:
+        """Every reference in the string, in order."""
+        return tuple(p for p in self.parts if isinstance(p, Ref))
+
+
+def is_key(name: str) -> bool:
+    """True when ``name`` can follow a ``.`` in a path (``[A-Za-z_][A-Za-z0-9_-]*``)."""
+    return bool(name) and name[0] in _KEY_START and all(c in _KEY_REST for c in name[1:])
+
+
+def format_ref(ns: str, path: tuple[PathStep, ...] | list[PathStep]) -> str:
+    """The text of a reference (inverse of parsing): ``format_ref("result", ("id",)) == "$result.id"``.
+
+    Raises:
+        RefError: a namespace that does not exist, a key the grammar cannot express, or a
+            negative index.
+    """
+    if ns not in NAMESPACES:
+        raise RefError(f"unknown namespace {ns}")
+    out = ["$" if ns == "args" else f"${ns}"]
+    for step in path:
+        if step is None:
+            out.append("[]")
+        elif isinstance(step, bool) or not isinstance(step, (int, str)):
+            raise RefError(f"a path step must be a key, an index or [], not {step!r}")
+        elif isinstance(step, int):
+            if step < 0:
+                raise RefError(f"an index cannot be negative ({step})")
+            out.append(f"[{step}]")
+        elif is_key(step):
+            out.append(f".{step}")
+        else:
+            raise RefError(f"{step!r} cannot be written as a key (keys are letters, digits, _ and -, "
+                           "not starting with a digit or -)")
+    return "".join(out)
+
+
+def _namespace_problem(word: str) -> str:
+    import difflib  # only for an error message: kept off the proxy's start-up path
+
+    close = difflib.get_close_matches(word, _WORDS, n=1, cutoff=0.6)
+    hint = f" (did you mean ${close[0]}?)" if close else ""
+    return (f"${word} is not a namespace{hint}; a reference starts with $. or $[ (the call's arguments), "
+            "$snapshot (the pre-read) or $result (the call's result); write $$ for a literal $")
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_template(text: str) -> Template:
+    """Parse one template string (see the module docstring for the grammar).
+
+    Returns:
+        A :class:`Template`; a string without references is one literal part (or none).
+    Raises:
+        RefSyntaxError: the string holds something that starts a reference but is not one;
+            ``offset`` points at the character to change.
+    """
+    if text == "$":
+        return Template(text, (Ref("args", (), 0, 1, "$"),))
+    parts: list[str | Ref] = []
+    lit: list[str] = []
+    n = len(text)
+    i = 0
+    while i < n:
+        ch = text[i]
+        if ch != "$":
+            j = text.find("$", i)
+            j = n if j < 0 else j
+            lit.append(text[i:j])
+            i = j
+            continue
+        nxt = text[i + 1] if i + 1 < n else ""
+        if nxt == "$":
+            lit.append("$")
+            i += 2
+            continue
+        if nxt in _KEY_START:
+            j = i + 1
+            while j < n and text[j] in _WORD_REST:
+                j += 1
+            word = text[i + 1:j]
+            if word not in _WORDS:
+                raise RefSyntaxError(text, i, _namespace_problem(word))
+            ns = word
+        elif nxt in (".", "["):
+            ns, j = "args", i + 1
+        else:
+            lit.append("$")  # `$5`, `$ `, a final `$`: a literal dollar sign
+            i += 1
+            continue
+        path, j = _parse_path(text, j, i)
+        if lit:
+            parts.append("".join(lit))
+            lit = []
+        parts.append(Ref(ns, tuple(path), i, j, text[i:j]))
+        i = j
+    if lit:
+        parts.append("".join(lit))
+    return Template(text, tuple(parts))
+
+
+def _parse_path(text: str, j: int, start: int) -> tuple[list[PathStep], int]:
+    n = len(text)
+    path: list[PathStep] = []
+    while j < n:
+        ch = text[j]
+        if ch == ".":
+            k = j + 1
+            if k < n and text[k] in _KEY_START:
+                k += 1
+                while k < n and text[k] in _KEY_REST:
+                    k += 1
+                path.append(text[j + 1:k])
+                j = k
+                continue
+            got = "the end of the text" if k >= n else repr(text[k])
+            what = text[start:k]
+            if k < n and text[k] in _DIGITS:
+                fix = f"for an index write [{_digits_at(text, k)}] instead of .{_digits_at(text, k)}"
+            elif k < n and text[k] == ".":
+                fix = "remove the extra '.'"
+            elif k >= n:
+                fix = f"finish the path ({what}key) or drop the '.'"
+            else:
+                fix = "keys are letters, digits, _ and -, starting with a letter or _"
+            raise RefSyntaxError(text, j, f"in {what!r} a key must follow '.', not {got}; {fix}")
+        if ch == "[":
+            k = j + 1
+            if k < n and text[k] == "]":
+                path.append(None)
+                j = k + 1
+                continue
+            d = k
+            while d < n and text[d] in _DIGITS:
+                d += 1
+            if d > k and d < n and text[d] == "]":
+                path.append(int(text[k:d]))
+                j = d + 1
+                continue
+            close = text.find("]", k)
+            inner = text[k:close] if close >= 0 else text[k:]
+            if close < 0:
+                problem = (f"in {text[start:]!r} the '[' is never closed; write [0], [1], … for an item "
+                           "or [] for every item")
+            else:
+                problem = (f"[{inner}] is not an index; write [0], [1], … for an item or [] for every item "
+                           f"(a key goes after a '.': .{inner})" if is_key(inner) else
+                           f"[{inner}] is not an index; write [0], [1], … for an item or [] for every item")
+            raise RefSyntaxError(text, j, problem)
+        break
+    return path, j
+
+
+def _digits_at(text: str, k: int) -> str:
+    d = k
+    while d < len(text) and text[d] in _DIGITS:
+        d += 1
+    return text[k:d]
+
+
+def parse_ref(text: str) -> tuple[str, list[PathStep]] | None:
+    """Parse a whole-value reference into ``(namespace, path)``, or None when ``text`` is not
+    exactly one reference (plain text, text with references inside, or a grammar error).
 
     Path items are ``str`` keys, ``int`` indexes and ``None`` for a ``[]`` projection.
     """
-    if text.startswith("$$"):
+    try:
+        whole = parse_template(text).whole
+    except RefSyntaxError:
         return None
-    m = _WHOLE.match(text)
-    if not m:
-        return None
-    ns = m.group(1) or "args"
-    path_text = m.group(2)
-    if ns == "args" and not path_text and text != "$":
-        return None
-    return ns, _parse_path(path_text)
+    return (whole.ns, list(whole.path)) if whole is not None else None
 
 
-def _parse_path(path_text: str) -> list[Any]:
-    out: list[Any] = []
-    for seg in re.findall(_SEG, path_text):
-        if seg.startswith("."):
-            out.append(seg[1:])
-        elif seg == "[]":
-            out.append(None)
-        else:
-            out.append(int(seg[1:-1]))
-    return out
-
-
-def _walk(ref: str, value: Any, path: list[Any]) -> Any:
+def _walk(ref: str, value: Any, path: tuple[PathStep, ...]) -> Any:
     for i, step in enumerate(path):
         if step is None:
             if not isinstance(value, list):
@@ -80,36 +286,14 @@ def _walk(ref: str, value: Any, path: list[Any]) -> Any:
     return value
 
 
-def _lookup(ref: str, ns: str, path: list[Any], scope: Mapping[str, Any]) -> Any:
-    if ns not in scope:
-        raise RefError(f"{ref} refers to ${ns}, which is not available at this point")
-    return _walk(ref, scope[ns], path)
+def _lookup(ref: Ref, scope: Mapping[str, Any]) -> Any:
+    if ref.ns not in scope:
+        raise RefError(f"{ref.text} refers to ${ref.ns}, which is not available at this point")
+    return _walk(ref.text, scope[ref.ns], ref.path)
 
 
-def _embed(text: str, scope: Mapping[str, Any]) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch != "$":
-            out.append(ch)
-            i += 1
-            continue
-        if text.startswith("$$", i):
-            out.append("$")
-            i += 2
-            continue
-        m = _REF.match(text, i)
-        # inside text a reference must have a path that starts with a key ($.x, $snapshot.x)
-        if m and m.group(2).startswith("."):
-            ns = m.group(1) or "args"
-            value = _lookup(m.group(0), ns, _parse_path(m.group(2)), scope)
-            out.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-            i = m.end()
-            continue
-        out.append("$")
-        i += 1
-    return "".join(out)
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def resolve_template(template: Any, scope: Mapping[str, Any]) -> Any:
@@ -122,18 +306,16 @@ def resolve_template(template: Any, scope: Mapping[str, Any]) -> Any:
     Returns:
         The same structure with literal values only.
     Raises:
-        RefError: a reference that does not resolve (the message names it and why).
+        RefError: a reference that does not resolve (the message names it and why);
+            RefSyntaxError for a string the grammar refuses (never for a loaded policy: the
+            loader refuses such a policy).
     """
     if isinstance(template, str):
-        if template.startswith("$$"):
-            return _embed(template, scope)
-        parsed = parse_ref(template)
-        if parsed is not None:
-            return _lookup(template, parsed[0], parsed[1], scope)
-        m = _BAD_NS.match(template)
-        if m and m.group(1) not in ("snapshot", "result"):
-            raise RefError(f"unknown interpolation namespace in {template}; expected $., $snapshot. or $result. (write $$ for a literal $)")
-        return _embed(template, scope)
+        t = parse_template(template)
+        whole = t.whole
+        if whole is not None:
+            return _lookup(whole, scope)
+        return "".join(p if isinstance(p, str) else _as_text(_lookup(p, scope)) for p in t.parts)
     if isinstance(template, list):
         return [resolve_template(v, scope) for v in template]
     if isinstance(template, dict):
@@ -142,41 +324,18 @@ def resolve_template(template: Any, scope: Mapping[str, Any]) -> Any:
 
 
 def references(template: Any) -> Iterator[tuple[str, str]]:
-    """Yield ``(reference_text, namespace)`` for every reference in ``template``.
+    """Yield ``(reference_text, namespace)`` for every reference in ``template`` (nested
+    values included, in order).
 
     Raises:
-        RefError: for a string starting with an unknown namespace (``$upstream.id``).
+        RefSyntaxError: a string the grammar refuses.
     """
     if isinstance(template, str):
-        if template.startswith("$$"):
-            yield from _embedded_refs(template)
-            return
-        parsed = parse_ref(template)
-        if parsed is not None:
-            yield template, parsed[0]
-            return
-        m = _BAD_NS.match(template)
-        if m and m.group(1) not in ("snapshot", "result"):
-            raise RefError(f"unknown interpolation namespace in {template}; expected $., $snapshot. or $result. (write $$ for a literal $)")
-        yield from _embedded_refs(template)
+        for ref in parse_template(template).refs:
+            yield ref.text, ref.ns
     elif isinstance(template, list):
         for v in template:
             yield from references(v)
     elif isinstance(template, dict):
         for v in template.values():
             yield from references(v)
-
-
-def _embedded_refs(text: str) -> Iterator[tuple[str, str]]:
-    i = 0
-    while i < len(text):
-        if text.startswith("$$", i):
-            i += 2
-            continue
-        if text[i] == "$":
-            m = _REF.match(text, i)
-            if m and m.group(2).startswith("."):
-                yield m.group(0), m.group(1) or "args"
-                i = m.end()
-                continue
-        i += 1

@@ -141,7 +141,11 @@ class Child:
         """
         popen = popen_server(command, args, env=env, cwd=cwd, capture_stderr=capture_stderr,
                              die_with_parent=capture_stderr)  # a CLI's servers die with it
-        return await cls.adopt(popen, command, args, on_message=on_message, label=label)
+        try:
+            return await cls.adopt(popen, command, args, on_message=on_message, label=label)
+        except BaseException:  # cancelled while wiring the pipes: nobody else will stop it
+            _kill_group(popen)
+            raise
 
     @classmethod
     async def adopt(cls, popen: subprocess.Popen, command: str, args: list[str], *,
@@ -320,13 +324,28 @@ class Child:
         except (ProcessLookupError, PermissionError, OSError):
             pass
 
+    def kill(self) -> None:
+        """SIGKILL the child's process group now (no grace): for cleanup that cannot await."""
+        _kill_group(self.popen)
+
     async def wait(self) -> int:
         """Wait for the child to exit; its exit code."""
         assert self._exited is not None
         return await asyncio.shield(self._exited)
 
     async def close(self, grace: float = 2.0) -> int:
-        """Shut the child down in order; return its exit code (negative = killed by signal)."""
+        """Shut the child down in order; return its exit code (negative = killed by signal).
+
+        Cancelled part-way (the console's esc while its job shuts down), the group is killed
+        at once before the cancellation goes on: a server is never left running.
+        """
+        try:
+            return await self._close(grace)
+        except BaseException:
+            self.kill()
+            raise
+
+    async def _close(self, grace: float) -> int:
         await self.close_stdin()
         for sig in (None, signal.SIGTERM, getattr(signal, "SIGKILL", signal.SIGTERM)):
             if sig is not None:
@@ -345,6 +364,17 @@ class Child:
             pass
         self._fail_pending("closed", f"{self.label} was shut down")
         return self.exit_code if self.exit_code is not None else -9
+
+
+def _kill_group(popen: subprocess.Popen) -> None:
+    """SIGKILL a child's process group (it was started as its own session), now."""
+    try:
+        if os.name == "posix":
+            os.killpg(popen.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+        else:  # pragma: no cover - Windows
+            popen.kill()
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
 
 
 class Upstream:

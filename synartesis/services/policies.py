@@ -31,6 +31,7 @@ from typing import Any, Iterable
 import yaml
 
 from synartesis.errors import PolicyError
+from synartesis.services.declared import read_declaration
 
 __all__ = [
     "ServerPolicyPlan",
@@ -84,6 +85,8 @@ class ServerPolicyPlan:
         comments: comment lines for the top of this server's block (provenance, limits, TODOs).
         rule_comments: one list of comment lines per rule (same order as ``rules``).
         uncovered: advertised tools the adopted shipped policy does not mention (drafted).
+        declared: what the server declared about its tools and what the draft made of it,
+            one line each (a compensation drafted as compensable, or refused and why).
     """
 
     name: str
@@ -98,6 +101,7 @@ class ServerPolicyPlan:
     comments: list[str]
     rule_comments: list[list[str]] = field(default_factory=list)
     uncovered: list[str] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,16 +487,28 @@ def _glob_safe(name: str) -> bool:
     return bool(name) and "*" not in name
 
 
-def draft_rules(name: str, tools: list[dict]) -> tuple[list[dict], list[list[str]], int]:
-    """A fail-closed rule per tool (issue 5 item 4; reference-spec §7.2 init).
+def draft_rules(name: str, tools: list[dict], *, advertised: Iterable[str] | None = None,
+                notes: list[str] | None = None) -> tuple[list[dict], list[list[str]], int]:
+    """A fail-closed rule per tool (issue 5 item 4; reference-spec §7.2 init), using what the
+    server declares (issue 10 item 9, :mod:`synartesis.services.declared`).
 
-    ``annotations.readOnlyHint is True`` → ``readonly`` with a note that this is the
-    server's own claim; everything else → ``irreversible`` (held, ``gate: always``) with a
-    TODO. Each rule's comments carry the tool's description.
+    ``annotations.readOnlyHint is True`` (or ``_meta`` reversibility ``readonly``) →
+    ``readonly`` with a note that this is the server's own claim; a compensation declared in
+    ``_meta["dev.chronomcp/compensate"]`` with static paths → ``compensable`` with its inverse,
+    still held (``gate: always``) with a TODO until the person has checked it; everything else
+    (a refused compensation, contradicting claims, no claim) → ``irreversible`` (held) with a
+    TODO. Each rule's comments carry the tool's description and what the server declared.
 
+    Args:
+        advertised: every tool name the server lists (default: the names in ``tools``); a
+            declared compensation must name one of them.
+        notes: when given, one line per declared compensation (drafted or refused, and why)
+            is appended, for init's and install's output.
     Returns:
         (rules, rule_comments, todo_count)
     """
+    names = set(advertised) if advertised is not None else {
+        t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
     rules: list[dict] = []
     comments: list[list[str]] = []
     todo = 0
@@ -505,10 +521,21 @@ def draft_rules(name: str, tools: list[dict]) -> tuple[list[dict], list[list[str
         desc = describe_tool(tool)
         ann = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}
         lines = [f"{tname}: {desc}" if desc else f"{tname}: (no description)"]
-        if ann.get("readOnlyHint") is True:
-            lines.append("readonly because the server says so (readOnlyHint); verify it before relying on it.")
+        declared = read_declaration(name, tool, names)
+        lines += declared.lines
+        if notes is not None:
+            notes.extend(declared.notes)
+        if declared.cls == "compensable":
+            todo += 1
+            rules.append({"match": f"{name}.{tname}", "class": "compensable", "gate": "always",
+                          "inverse": declared.inverse,
+                          "note": "compensation declared by the server (dev.chronomcp/compensate), not checked"})
+        elif declared.cls == "readonly" or (declared.cls is None and ann.get("readOnlyHint") is True):
+            if declared.cls is None:
+                lines.append("readonly because the server says so (readOnlyHint); verify it before relying on it.")
             rules.append({"match": f"{name}.{tname}", "class": "readonly",
-                          "note": "readonly from the server's own readOnlyHint claim"})
+                          "note": "readonly from the server's own claim" if declared.cls else
+                          "readonly from the server's own readOnlyHint claim"})
         else:
             todo += 1
             lines += ["TODO: held for approval until you decide. If it changes nothing, make it",
@@ -608,7 +635,10 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
                           for r in rules]
             extra = [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
                      and not any(rx.fullmatch(f"{name}.{t['name']}") for rx in covered_rx)]
-            d_rules, d_comments, todo = draft_rules(name, extra)
+            declared: list[str] = []
+            d_rules, d_comments, todo = draft_rules(name, extra, notes=declared,
+                                                    advertised=[t["name"] for t in tools if isinstance(t, dict)
+                                                                and isinstance(t.get("name"), str)])
             if d_comments:
                 d_comments[0] = [f"Not mentioned by the shipped {pid} policy, so drafted here:"] + d_comments[0]
             reason = (f"shipped {pid} policy ({shipped.provenance or 'no claim'}): every tool it names "
@@ -624,7 +654,7 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
                                     reason=reason, server=block, rules=rules + d_rules,
                                     comments=header,
                                     rule_comments=[list(c) for c in shipped.rule_comments] + d_comments,
-                                    uncovered=[t["name"] for t in extra])
+                                    uncovered=[t["name"] for t in extra], declared=declared)
         # recognised, but the shipped policy names tools this server does not have
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
         why = (f"recognised as {pid}, but {who} does not advertise {shown}, so the shipped policy "
@@ -651,16 +681,24 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
 
 def _drafted(name: str, command: str, args: list[str], tools: list[dict], *, cwd: str | None,
              origin: dict | None, pid: str | None, reason: str) -> ServerPolicyPlan:
-    rules, rule_comments, todo = draft_rules(name, tools)
+    declared: list[str] = []
+    rules, rule_comments, todo = draft_rules(name, tools, notes=declared)
+    drafted = sum(1 for r in rules if r.get("class") == "compensable")
+    if declared:
+        reason += (f"; {drafted} compensation(s) declared by the server drafted (not checked, held)"
+                   if drafted else "") + (f"; {len(declared) - drafted} declaration(s) refused"
+                                          if len(declared) > drafted else "")
     comments = [f"{name}: drafted by synartesis from the server's tools/list (no claim: provenance unset).",
                 f"  {reason}.",
-                "  Tools marked readonly say so themselves (readOnlyHint); everything else is held",
-                f"  for approval. {todo} TODO(s) below: review them, then run `synartesis check`."]
+                "  Tools marked readonly say so themselves (readOnlyHint); compensations the server",
+                "  declares are drafted but not checked; everything is held for approval until",
+                f"  reviewed. {todo} TODO(s) below: review them, then run `synartesis check`."]
     block = _server_block(command, args, cwd=cwd, provenance=None, origin=origin, env=None,
                           note=f"{SYNARTESIS_NOTE_PREFIX}: drafted from tools/list")
     return ServerPolicyPlan(name=name, source="drafted", policy_id=pid, provenance=None,
                             checked=False, todo_count=todo, reason=reason, server=block,
-                            rules=rules, comments=comments, rule_comments=rule_comments)
+                            rules=rules, comments=comments, rule_comments=rule_comments,
+                            declared=declared)
 
 
 # --------------------------------------------------------------------------------------------

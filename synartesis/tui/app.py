@@ -4,8 +4,9 @@
 Views: ``runs`` (default, newest first), ``run`` (one run's timeline), ``held`` (every call
 awaiting approval, across runs), ``clients`` (the data of ``synartesis status``). The journal is
 followed live: a timer polls ``PRAGMA data_version`` (it changes when any other connection
-commits) and reloads only then. The console never creates a journal; with none it says where it
-is looking and keeps polling until one appears.
+commits) on the console's journal thread (``tui.data``) and redraws only then, keeping the
+selection on the same run or action (by id). The console never creates a journal; with none it
+says where it is looking and keeps polling until one appears.
 
 Undo, preview and the live check run as textual workers (they start MCP servers) on their own
 journal connections; only one of them runs at a time, and a real undo blocks quitting.
@@ -14,21 +15,32 @@ journal connections; only one of them runs at a time, and a real undo blocks qui
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from synartesis.errors import JournalError, NoJournalError, SynartesisError
-from synartesis.journal import Journal, RunRow
-from synartesis.services.runs import ActionView, action_view, decide
+from synartesis.errors import SynartesisError
+from synartesis.journal import RunRow
+from synartesis.services.runs import ActionView
 from synartesis.tui import jobs
-from synartesis.tui.render import (action_lines, action_pane, client_lines, client_pane, detail_text,
-                                   header_text, held_lines, held_pane, run_line, run_pane)
+from synartesis.tui.data import ConsoleData, Snapshot
+from synartesis.tui.render import (
+    action_lines,
+    action_pane,
+    client_lines,
+    client_pane,
+    detail_text,
+    header_text,
+    held_lines,
+    held_pane,
+    run_line,
+    run_pane,
+)
 from synartesis.tui.screens import HELP, JOB_KEYS, JobScreen, ReasonScreen, TextScreen
 from synartesis.tui.widgets import Item, Pager
 
@@ -91,9 +103,11 @@ class ConsoleApp(App[None]):
         self.target = jobs.Target(Path(journal_path), Path(policy_path), by)
         self.poll = poll
         self.clients_loader = clients or _collect_clients
-        self.j: Journal | None = None
+        self.data = ConsoleData(self.target.journal)
+        self.available = False  # a journal has been read (False: none yet, or it cannot be read)
         self.problem: str | None = None  # why there is no journal to show
-        self._version: int | None = None
+        self.polling = False  # a read of the journal is in flight on its thread
+        self._again = False  # a forced read was asked for while one was in flight
         self.view = "runs"
         self.runs: list[RunRow] = []
         self.held: list[ActionView] = []
@@ -104,9 +118,9 @@ class ConsoleApp(App[None]):
         self.clients_loading = False
         self.busy: str | None = None  # the job screen that is open (undo / preview / live)
         self.undo_running = False
-        self._notice = ""
+        self._notice: tuple[str, str] = ("", "")  # (view it belongs to, text): never shown in another view
         self._cursors: dict[str, str | None] = {}  # per view: the key selected when it was left
-        self._retry_at = 0.0  # after a JournalError, when to try opening again
+        self._decided: set[str] = set()  # ids decided here, so their leaving the list is expected
 
     # -- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -121,81 +135,88 @@ class ConsoleApp(App[None]):
         return self.query_one("#list", Pager)
 
     def on_mount(self) -> None:
-        self.reload(force=True)
+        self._apply(self.data.poll_now(force=True))  # the first frame has data in it
         self.set_interval(self.poll, self._tick)
 
     def _tick(self) -> None:
-        self.reload()
+        self.refresh_data(force=False)
 
     # -- data --------------------------------------------------------------------------
-    def _open(self) -> bool:
-        if self.j is not None:
-            return True
-        if time.monotonic() < self._retry_at:
-            return False
-        try:
-            self.j = Journal.open(self.target.journal, create=False)
-        except NoJournalError:
-            self.problem = (f"no journal at {self.target.journal} yet; it appears when the first proxy runs. "
-                            "Waiting for it…")
-            return False
-        except JournalError as exc:
-            self.problem = f"{exc.message} (looking again every few seconds)"
-            self._retry_at = time.monotonic() + 5.0
-            return False
-        self.problem = None
-        self._version = None
-        return True
+    def refresh_data(self, force: bool = True) -> None:
+        """Read the journal again on its own thread (if another connection committed since
+        the last read, or ``force``) and redraw. Never blocks the keys; errors are shown."""
+        if self.polling:
+            if force:
+                self._again = True
+            return
+        self.polling = True
+        self.run_worker(self._poll(force), exit_on_error=False, group="poll")
 
-    def reload(self, force: bool = False) -> None:
-        """Re-read the journal if another connection committed since the last read (or
-        ``force``), then redraw. Errors are shown, never raised."""
-        if not self._open():
+    async def _poll(self, force: bool) -> None:
+        try:
+            while True:
+                self._again = False
+                snap = await self.data.poll(self.open_run.id if self.open_run else None, force)
+                self._apply(snap)
+                if not self._again:
+                    break
+                force = True
+        finally:
+            self.polling = False
+
+    def _apply(self, snap: Snapshot | None) -> None:
+        if snap is None:
+            return
+        if snap.error:
+            self.notice(snap.error)
             self._draw()
             return
-        assert self.j is not None
-        try:
-            version = self.j.data_version()
-            if version == self._version and not force:
-                return
-            self._version = version
-            self.runs = self.j.list_runs()
-            self.held = [action_view(self.j, a) for a in self.j.list_gated()]
-            if self.open_run is not None:
-                fresh = next((r for r in self.runs if r.id == self.open_run.id), None)
-                if fresh is None:
+        if snap.runs is None:
+            self.available, self.problem = False, snap.problem
+            self._draw()
+            return
+        self.available, self.problem = True, None
+        self.runs, self.held = snap.runs, snap.held
+        if self.open_run is not None:
+            if snap.open_run is None or snap.open_run.id != self.open_run.id:
+                if snap.open_run is None and not any(r.id == self.open_run.id for r in snap.runs):
                     self.open_run, self.actions = None, []
                     if self.view == "run":
-                        self.view = "runs"
+                        self._switch("runs")
                         self.notice("that run is no longer in the journal (pruned?)")
-                else:
-                    self.open_run = fresh
-                    self.actions = [action_view(self.j, a) for a in self.j.actions(fresh.id)]
-        except SynartesisError as exc:
-            self.notice(exc.message)
-        except Exception as exc:  # noqa: BLE001 - a live view must survive a bad read; say it, retry next tick
-            self.notice(f"could not read the journal: {type(exc).__name__}: {exc}")
+                        return
+            else:
+                self.open_run, self.actions = snap.open_run, snap.actions
         self._draw()
+
+    def set_undo_running(self, running: bool) -> None:
+        """JobHost: a real undo started or ended (quitting waits while one runs)."""
+        self.undo_running = running
 
     # -- drawing -----------------------------------------------------------------------
     def notice(self, text: str) -> None:
-        """Show ``text`` on the notice line (until the next notice)."""
-        self._notice = text
+        """Show ``text`` on the notice line of the current view (until the next notice or a
+        change of view: a notice is never left over on another view)."""
+        self._notice = (self.view, text)
         try:
             self.query_one("#notice", Static).update(_line(text, "bold"))
         except Exception:  # noqa: BLE001 - before mount / after unmount
             pass
 
+    def _notice_text(self) -> str:
+        view, text = self._notice
+        return text if view == self.view else ""
+
     def _items(self) -> tuple[list[Item], str]:
         if self.view == "runs":
-            if self.j is None:
+            if not self.available:
                 return [], self.problem or "no journal"
             return ([Item(r.id, [run_line(r)], r) for r in self.runs],
                     "No agent has done anything through this journal yet. Runs appear here as agents work.")
         if self.view == "run":
             return ([Item(v.row.id, action_lines(v), v) for v in self.actions], "no actions recorded in this run")
         if self.view == "held":
-            if self.j is None:
+            if not self.available:
                 return [], self.problem or "no journal"
             return [Item(v.row.id, held_lines(v), v) for v in self.held], "Nothing is waiting for a decision."
         if self.view == "clients":
@@ -215,21 +236,39 @@ class ConsoleApp(App[None]):
             return
         if self.view == "run" and self.open_run is not None:
             r = self.open_run
+            held = sum(1 for v in self.actions if v.row.status == "gated")  # this run's, not everyone's
+            n = len(self.actions)
             head = Text.assemble(("synartesis", "bold"), f"  run {r.id[:8]} · {r.label or r.client or 'an agent'} · ",
-                                 (r.status, "bold"), f" · {len(self.actions)} actions · ",
-                                 (f"{len(self.held)} held (g)", "bold yellow") if self.held
-                                 else "nothing held")
+                                 (r.status, "bold"), f" · {n} action{'s' if n != 1 else ''} · ",
+                                 (f"{held} held", "bold yellow") if held else "nothing held",
+                                 f" ({len(self.held)} in all)" if len(self.held) > held else "")
         else:
-            head = header_text(self.target.journal, self.runs if self.j else None, len(self.held))
+            head = header_text(self.target.journal, self.runs if self.available else None, len(self.held))
         header.update(head)
         items, empty = self._items()
+        before = self.pager.selected
         self.pager.set_items(items, empty=empty, select=select)
+        after = self.pager.selected
+        if (select is None and before is not None and self.view in ("runs", "run", "held")
+                and (after is None or after.key != before.key) and before.key not in self._decided):
+            # the entry under the cursor left the list (decided or pruned elsewhere): say so,
+            # rather than let the cursor rest on another one unannounced
+            self.notice(f"{self._what(before)} is no longer listed here; "
+                        + ("the selection moved to the next one" if after is not None else "nothing is selected"))
         self._draw_pane()
         self.query_one("#keys", Static).update(_line(self._keys()))
-        self.query_one("#notice", Static).update(_line(self._notice, "bold"))
+        self.query_one("#notice", Static).update(_line(self._notice_text(), "bold"))
+
+    def _what(self, item: Item) -> str:
+        data = item.data
+        if isinstance(data, ActionView):
+            return f"{data.row.qualified} {data.row.id[:8]}"
+        if isinstance(data, RunRow):
+            return f"run {data.id[:8]}"
+        return "the selected entry"
 
     def _keys(self) -> str:
-        if self.j is None and self.view in ("runs", "held"):
+        if not self.available and self.view in ("runs", "held"):
             return KEYS["waiting"]
         return KEYS[self.view]
 
@@ -251,6 +290,14 @@ class ConsoleApp(App[None]):
         self.query_one("#pane", Static).update(Text("\n").join(lines[:2]))
 
     # -- keys --------------------------------------------------------------------------
+    async def _on_key(self, event: events.Key) -> None:
+        # A key read while the deny prompt was being opened reaches the app through the screen
+        # below, and textual would match it against the prompt's bindings: it is dropped.
+        screen = self.screen
+        if isinstance(screen, ReasonScreen) and not screen.accepts(event):
+            event.stop()
+            event.prevent_default()
+
     def _main(self) -> bool:
         """True when the console itself (not a pushed screen) has the keys."""
         return len(self.screen_stack) <= 1
@@ -278,6 +325,8 @@ class ConsoleApp(App[None]):
         sel = self.pager.selected
         self._cursors[self.view] = sel.key if sel else None
         self.view = view
+        if self._notice[0] != view:  # a notice belongs to the view it was given in
+            self._notice = ("", "")
         self.pager.items, self.pager.cursor, self.pager.top = [], 0, 0
         self._draw(select=select if select is not None else self._cursors.get(view))
 
@@ -304,17 +353,24 @@ class ConsoleApp(App[None]):
             rows = self.clients.rows
             covered = sum(1 for r in rows if r.covered)
             drift = sum(1 for r in rows if r.drift)
-            self.notice(f"{covered} of {len(rows)} server entries covered"
-                        + (f" · {drift} drifted" if drift else "") + " (same as `synartesis status`)")
+            self._clients_notice(f"{covered} of {len(rows)} server entries covered"
+                                 + (f" · {drift} drifted" if drift else "") + " (same as `synartesis status`)")
         except SynartesisError as exc:
             self.clients_error = exc.message
-            self.notice(exc.message)
+            self._clients_notice(exc.message)
         except Exception as exc:  # noqa: BLE001 - shown, never a crash
             self.clients_error = f"could not read the client configs: {type(exc).__name__}: {exc}"
-            self.notice(self.clients_error)
+            self._clients_notice(self.clients_error)
         finally:
             self.clients_loading = False
         self._draw()
+
+    def _clients_notice(self, text: str) -> None:
+        """The scan's summary belongs to the clients view, wherever the person is now."""
+        if self.view == "clients":
+            self.notice(text)
+        else:
+            self._notice = ("clients", text)
 
     def action_open(self) -> None:
         if not self._main():
@@ -332,13 +388,12 @@ class ConsoleApp(App[None]):
             self.action_expand()
 
     def _open_run(self, run: RunRow, select: str | None) -> None:
-        assert self.j is not None
-        self.open_run = run
         try:
-            self.actions = [action_view(self.j, a) for a in self.j.actions(run.id)]
+            actions = self.data.actions(run.id)
         except SynartesisError as exc:
             self.notice(exc.message)
             return
+        self.open_run, self.actions = run, actions
         self._cursors.pop("run", None)
         self._switch("run", select)
 
@@ -351,13 +406,13 @@ class ConsoleApp(App[None]):
             self._switch("runs")
 
     def action_expand(self) -> None:
-        if not self._main() or self.j is None or self.view not in ("run", "held"):
+        if not self._main() or not self.available or self.view not in ("run", "held"):
             return
         sel = self.pager.selected
         if sel is None:
             return
         try:
-            full = action_view(self.j, sel.data.row, full=True)
+            full = self.data.detail(sel.data.row)
         except SynartesisError as exc:
             self.notice(exc.message)
             return
@@ -370,7 +425,7 @@ class ConsoleApp(App[None]):
 
     # -- decisions ---------------------------------------------------------------------
     def action_decide(self, approve: bool) -> None:
-        if not self._main() or self.j is None:
+        if not self._main() or not self.available:
             return
         if self.view not in ("held", "run"):
             self.notice("a and d decide held calls: press g to see them")
@@ -390,14 +445,14 @@ class ConsoleApp(App[None]):
                              else self.notice("not denied · nothing was recorded"))
 
     def _record(self, view: ActionView, approve: bool, reason: str | None) -> None:
-        assert self.j is not None
         try:
-            (result,) = decide(self.j, [view.row], approve, self.target.by, reason)
+            result = self.data.decide(view.row, approve, self.target.by, reason)
         except SynartesisError as exc:
             self.notice(exc.message)
             return
+        self._decided.add(view.row.id)
         self.notice(result.message)
-        self.reload(force=True)
+        self.refresh_data()
 
     # -- jobs --------------------------------------------------------------------------
     def _job_run(self) -> RunRow | None:
@@ -414,7 +469,7 @@ class ConsoleApp(App[None]):
         if self.busy:
             self.notice(f"still working on the last {self.busy}")
             return
-        if self.j is None:
+        if not self.available:
             self.notice("there is no journal yet, so nothing to undo")
             return
         run = self._job_run()
@@ -425,9 +480,9 @@ class ConsoleApp(App[None]):
 
         def done(_: object) -> None:
             self.busy = None
-            self.reload(force=True)
+            self.refresh_data()
 
-        self.push_screen(JobScreen(kind, run.id, self.target), done)
+        self.push_screen(JobScreen(kind, run.id, self.target, self), done)
 
     def action_undo(self) -> None:
         self._start("undo")
@@ -448,6 +503,4 @@ class ConsoleApp(App[None]):
         self.exit()
 
     def on_unmount(self) -> None:
-        if self.j is not None:
-            self.j.close()
-            self.j = None
+        self.data.close()

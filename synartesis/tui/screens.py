@@ -1,11 +1,17 @@
 """Screens pushed over the console: scrolling text (help, one action's detail), the undo /
-preview / live-check job screen, and the deny-reason prompt."""
+preview / live-check job screen, and the deny-reason prompt.
+
+The screens know nothing of the console application: a job screen reports to the
+:class:`JobHost` it is given (the console implements it), so imports point one way
+(``tui.app`` → ``tui.screens``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -14,12 +20,27 @@ from textual.widgets import Input, Static
 
 from synartesis.errors import SynartesisError
 from synartesis.tui import jobs
-from synartesis.tui.render import live_notice, live_report_text, undo_notice, undo_report_text
+from synartesis.tui.render import (
+    live_notice,
+    live_report_text,
+    undo_notice,
+    undo_report_text,
+)
 
-if TYPE_CHECKING:
-    from synartesis.tui.app import ConsoleApp
+__all__ = ["TextScreen", "JobScreen", "JobHost", "ReasonScreen", "HELP", "JOB_KEYS"]
 
-__all__ = ["TextScreen", "JobScreen", "ReasonScreen", "HELP", "JOB_KEYS"]
+
+class JobHost(Protocol):
+    """What a job screen tells the console that opened it."""
+
+    def notice(self, text: str) -> None:
+        """Show ``text`` on the console's notice line."""
+
+    def refresh_data(self) -> None:
+        """Read the journal again (the job may have changed it)."""
+
+    def set_undo_running(self, running: bool) -> None:
+        """A real undo started (True) or ended (False): quitting waits while one runs."""
 
 # The job screen's status line in each state (each fits 80 columns).
 JOB_KEYS = {
@@ -129,10 +150,11 @@ class JobScreen(TextScreen):
 
     BINDINGS = [Binding("y", "yes", "undo"), Binding("n", "no", "leave it")]
 
-    def __init__(self, kind: str, run_id: str, target: jobs.Target) -> None:
+    def __init__(self, kind: str, run_id: str, target: jobs.Target, host: JobHost) -> None:
         self.kind = kind
         self.run_id = run_id
         self.target = target
+        self.host = host
         self.state = "working"
         self.report: Any = None
         self.result: Any = None  # the real undo's report, when one ran
@@ -147,10 +169,6 @@ class JobScreen(TextScreen):
 
     def _working_keys(self) -> str:
         return JOB_KEYS["working"]
-
-    @property
-    def app_(self) -> "ConsoleApp":
-        return self.app  # type: ignore[return-value]
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -202,14 +220,14 @@ class JobScreen(TextScreen):
     def _finish(self, notice: str) -> None:
         self.state = "done"
         self.set_keys(JOB_KEYS["done"])
-        self.app_.notice(notice)
-        self.app_.reload(force=True)
+        self.host.notice(notice)
+        self.host.refresh_data()
 
     def action_yes(self) -> None:
         if self.state != "confirm":
             return
         self.state = "undoing"
-        self.app_.undo_running = True
+        self.host.set_undo_running(True)
         self.set_keys(JOB_KEYS["undoing"])
         self.set_body(Text("undoing: sending the inverses, newest first, and reading back…"))
         self.run_worker(self._undo(), exit_on_error=False, group="job")
@@ -218,14 +236,14 @@ class JobScreen(TextScreen):
         try:
             self.result = await jobs.undo(self.target, self.run_id, dry_run=False)
         except SynartesisError as exc:
-            self.app_.undo_running = False
+            self.host.set_undo_running(False)
             self._fail(exc.message)
             return
         except Exception as exc:  # noqa: BLE001
-            self.app_.undo_running = False
+            self.host.set_undo_running(False)
             self._fail(f"unexpected error: {type(exc).__name__}: {exc}")
             return
-        self.app_.undo_running = False
+        self.host.set_undo_running(False)
         self.set_body(undo_report_text(self.result))
         self._finish(undo_notice(self.result))
 
@@ -233,20 +251,34 @@ class JobScreen(TextScreen):
         if self.state != "confirm":
             return
         self.state = "done"
-        self.app_.notice(f"run {self.run_id[:8]} left alone · nothing was changed")
+        self.host.notice(f"run {self.run_id[:8]} left alone · nothing was changed")
         self.dismiss(None)
 
     def action_back(self) -> None:
         if self.state == "undoing":
-            self.app_.notice("the undo is running; wait for it to finish")
+            self.host.notice("the undo is running; wait for it to finish")
             return
         if self.state == "confirm":
-            self.app_.notice(f"run {self.run_id[:8]} left alone · nothing was changed")
+            self.host.notice(f"run {self.run_id[:8]} left alone · nothing was changed")
         self.dismiss(None)
 
 
+class _ReasonInput(Input):
+    """The reason box: it takes no key pressed before the prompt was on screen."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        screen = self.screen
+        if isinstance(screen, ReasonScreen) and not screen.accepts(event):
+            event.stop()
+            event.prevent_default()  # and Input's own handler never sees it
+
+
 class ReasonScreen(ModalScreen["str | None"]):
-    """Asks why a held call is denied; enter denies with it, esc cancels (nothing recorded)."""
+    """Asks why a held call is denied; enter denies with it, esc cancels (nothing recorded).
+
+    Keys pressed before the prompt is on screen are ignored (issue 9 item 16: under load the
+    dialog opened seconds after ``d``, and the next key landed in the reason box).
+    """
 
     BINDINGS = [Binding("escape", "cancel", "cancel")]
     DEFAULT_CSS = """
@@ -258,17 +290,48 @@ class ReasonScreen(ModalScreen["str | None"]):
     def __init__(self, what: str) -> None:
         super().__init__()
         self.what = what
+        self.ready_at: float | None = None  # when the prompt was first on screen (textual's clock)
+        self.ignored = 0  # keys dropped because they came before that
+        self._seen: set[int] = set()
+
+    @property
+    def ready(self) -> bool:
+        """True once the prompt has been drawn and takes keys."""
+        return self.ready_at is not None
+
+    def accepts(self, event: events.Key) -> bool:
+        """False (and counted once) for a key pressed before the prompt was on screen.
+
+        Asked by the reason box, by this screen, and by the console for keys that reached it
+        through the screen below (a key read before the prompt was pushed is delivered there,
+        then matched against this screen's bindings: ``enter`` would deny)."""
+        if self.ready_at is not None and event.time >= self.ready_at:
+            return True
+        if id(event) not in self._seen:
+            self._seen.add(id(event))
+            self.ignored += 1
+        return False
 
     def compose(self) -> ComposeResult:
         from textual.containers import Vertical
         with Vertical(id="box"):
             yield Static(Text(f"deny {self.what}", style="bold"))
             yield Static("Why? The agent is told this when it tries again.")
-            yield Input(placeholder="denied from the console", id="reason")
+            yield _ReasonInput(placeholder="denied from the console", id="reason")
             yield Static("enter deny · esc cancel (nothing is recorded)")
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
+        self.call_after_refresh(self._on_screen)
+
+    def _on_screen(self) -> None:
+        from textual import _time
+        self.ready_at = _time.get_time()
+
+    async def _on_key(self, event: events.Key) -> None:
+        if not self.accepts(event):  # before the input has focus, keys come to the screen
+            event.stop()
+            event.prevent_default()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

@@ -132,6 +132,7 @@ class _Servers:
         self.policy = policy
         self.entry_env = entry_env
         self.ups: dict[str, Upstream] = {}
+        self._started: list[Upstream] = []  # every server started, initialized or not
         self.errors: dict[str, str] = {}
         self.warnings: list[str] = []
 
@@ -145,9 +146,11 @@ class _Servers:
         async def one(spec) -> None:
             ctx = Upstream.spawn(spec.command, spec.args, env=spec.env, cwd=spec.cwd, label=spec.server)
             up = await ctx.__aenter__()
+            self._started.append(up)  # closed by close() even if initialize is cancelled (esc in the console)
             try:
                 await up.initialize()
             except UpstreamError as exc:
+                self._started.remove(up)
                 await up.close()
                 self.errors[spec.server] = str(exc)
                 return
@@ -162,7 +165,12 @@ class _Servers:
         return self.ups.get(name)
 
     async def close(self) -> None:
-        await asyncio.gather(*(u.close() for u in self.ups.values()), return_exceptions=True)
+        try:
+            await asyncio.gather(*(u.close() for u in self._started), return_exceptions=True)
+        except BaseException:  # cancelled again while closing (the console's esc): stop them now
+            for u in self._started:
+                u.child.kill()
+            raise
 
 
 def _observation(out: ReadOutcome) -> dict | None:

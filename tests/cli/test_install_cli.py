@@ -10,15 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import helpers
 import pytest
-
 from installkit import DESKTOP, fake_proxy, place
 
 CODEX = '# codex\n[mcp_servers.git]\ncommand = "uvx"\nargs = ["mcp-server-git", "--token", "ghp_abcdefghijklmnop"]\n'
 
 
 def run(tmp_path: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
+    return helpers.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
                           env=dict(os.environ), cwd=tmp_path, timeout=120, input=input)
 
 

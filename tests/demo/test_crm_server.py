@@ -10,15 +10,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, StdioServerParameters
 
 SERVER = [sys.executable, "-m", "synartesis.demo.crm_server"]
 
@@ -30,7 +30,7 @@ async def crm(state: Path | None, *extra: str) -> AsyncIterator[ClientSession]:
     """An initialized ClientSession on a fresh toy CRM process."""
     args = [*SERVER[1:], *(["--state", str(state)] if state else []), *extra]
     params = StdioServerParameters(command=SERVER[0], args=args, env=dict(os.environ))
-    async with stdio_client(params) as (read, write):
+    async with helpers.stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             yield session
@@ -227,7 +227,7 @@ def test_restore_returns_store_to_prior_bytes(tmp_path: Path) -> None:
 def test_bad_state_file_is_refused_not_replaced(tmp_path: Path) -> None:
     state = tmp_path / "s.json"
     state.write_text("not json", encoding="utf-8")
-    proc = subprocess.run([*SERVER, "--state", str(state)], input=b"", capture_output=True,
+    proc = helpers.run([*SERVER, "--state", str(state)], input=b"", capture_output=True,
                           timeout=60)
     assert proc.returncode == 2
     assert b"not a toy CRM store" in proc.stderr
@@ -250,7 +250,7 @@ def test_answers_everything_then_exits_at_eof_with_only_frames_on_stdout(tmp_pat
          "params": {"name": "get_customer", "arguments": {"id": "c_404"}}},
     ]
     data = "".join(json.dumps(f) + "\n" for f in frames).encode()
-    proc = subprocess.run([*SERVER, "--state", str(tmp_path / "s.json")], input=data,
+    proc = helpers.run([*SERVER, "--state", str(tmp_path / "s.json")], input=data,
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.decode().splitlines()

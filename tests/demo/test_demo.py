@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
 
 from synartesis.services import demo as demo_service
@@ -17,7 +17,7 @@ from synartesis.services.demo import describe_changes, run_demo
 
 def test_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path) -> None:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "TMPDIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "synartesis", "demo"], capture_output=True,
+    proc = helpers.run([sys.executable, "-m", "synartesis", "demo"], capture_output=True,
                           text=True, encoding="utf-8", timeout=600, env=env, cwd=tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr

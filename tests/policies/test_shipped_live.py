@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
 
 from synartesis.proxy.upstream import introspect
-from synartesis.services.policies import load_shipped, named_tools, plan_server_policy, shipped_ids
+from synartesis.services.policies import (
+    load_shipped,
+    named_tools,
+    plan_server_policy,
+    shipped_ids,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = REPO / ".servers" / "node_modules" / "@modelcontextprotocol"
@@ -47,7 +52,7 @@ def _node(pkg: str) -> list[str]:
 def _git_repo(tmp: Path) -> Path:
     repo = tmp / "repo"
     repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    helpers.run(["git", "init", "-q", str(repo)], check=True)
     return repo
 
 

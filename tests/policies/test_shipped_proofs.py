@@ -19,12 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession, StdioServerParameters, stdio_client
+import helpers
+from mcp import ClientSession, StdioServerParameters
+from test_shipped_live import server_argv
 
 from synartesis.journal import Journal
 from synartesis.proxy.upstream import introspect
 from synartesis.services.policies import merge_policy_text, plan_server_policy
-from test_shipped_live import server_argv
 
 HELD = "Synartesis is holding this call for approval"
 
@@ -42,7 +43,7 @@ def _write_policy(tmp: Path, name: str, argv: list[str], env: dict[str, str], en
 async def _agent(proxy: list[str], env: dict[str, str], calls: list[tuple[str, dict]]) -> list[Any]:
     params = StdioServerParameters(command=proxy[0], args=proxy[1:], env=env)
     results = []
-    async with stdio_client(params) as (read, write):
+    async with helpers.stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             for tool, args in calls:
@@ -56,7 +57,7 @@ def _proxy(name: str, policy: Path, journal: Path, argv: list[str]) -> list[str]
 
 
 def _undo(policy: Path, journal: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synartesis", "undo", "--manifest", str(policy),
+    return helpers.run([sys.executable, "-m", "synartesis", "undo", "--manifest", str(policy),
                            "--journal", str(journal)], capture_output=True, text=True, timeout=300,
                           env={**env, "NO_COLOR": "1", "COLUMNS": "200"}, cwd=policy.parent)
 
@@ -197,10 +198,10 @@ def test_git_writes_are_held_and_change_nothing(tmp_path: Path) -> None:
     repo = Path(argv[-1])
     (repo / "a.txt").write_text("one\n")
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run(git + ["add", "a.txt"], check=True)
-    subprocess.run(git + ["commit", "-q", "-m", "first"], check=True)
+    helpers.run(git + ["add", "a.txt"], check=True)
+    helpers.run(git + ["commit", "-q", "-m", "first"], check=True)
     (repo / "a.txt").write_text("two\n")
-    head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+    head = helpers.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
     env = dict(os.environ)
     policy = _write_policy(tmp_path, "repo", argv, env)
     journal = tmp_path / "journal.db"
@@ -215,9 +216,9 @@ def test_git_writes_are_held_and_change_nothing(tmp_path: Path) -> None:
     assert results[1].is_error and HELD in _text(results[1])
     assert results[2].is_error and HELD in _text(results[2])
     assert not results[3].is_error
-    staged = subprocess.run(git + ["diff", "--cached", "--name-only"], capture_output=True, text=True).stdout
+    staged = helpers.run(git + ["diff", "--cached", "--name-only"], capture_output=True, text=True).stdout
     assert staged == ""
-    assert subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
+    assert helpers.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
     classes = {t: (c, s) for t, c, s in _statuses(journal)}
     assert classes["git_create_branch"][0] == "irreversible"
     assert classes["git_add"][1] == "gated"

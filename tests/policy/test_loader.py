@@ -61,7 +61,7 @@ CASES = [
     ("result in snapshot", HEAD + "  - match: fs.a\n    class: reversible\n    snapshot: {tool: fs.r, args: {p: \"$result.x\"}}\n"
      "    inverse: {tool: fs.w}\n", 9, 38, "uses $result, which is not available here"),
     ("unknown namespace", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, args: {x: \"$upstream.id\"}}\n",
-     9, 37, "unknown interpolation namespace"),
+     9, 38, "$upstream is not a namespace"),
     ("absent_when on inverse", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, absent_when: x}\n",
      9, 40, "absent_when belongs on a read"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
@@ -73,6 +73,14 @@ CASES = [
      "sql_arg only means something with gate: on_write"),
     ("empty inverse list", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: []\n", 9, 14, "at least one call"),
     ("empty document", "", 1, 1, "the policy is empty"),
+    ("production_patterns not a list", "version: 1\nservers: {fs: {}}\nproduction_patterns: prod\n", 3, 22,
+     "production_patterns must be a list of patterns"),
+    ("production pattern empty", "version: 1\nservers: {fs: {}}\nproduction_patterns: [prod, \" \"]\n", 3, 29,
+     "production_patterns[1] must be a non-empty string"),
+    ("production pattern not a string", "version: 1\nservers: {fs: {}}\nproduction_patterns:\n  - prod\n  - 3\n",
+     5, 5, "production_patterns[1] must be a non-empty string"),
+    ("production patterns null", "version: 1\nservers: {fs: {}}\nproduction_patterns:\n", 3, 21,
+     "write [] to flag nothing"),
 ]
 
 
@@ -145,3 +153,30 @@ def test_missing_file_is_a_policy_error(tmp_path):
     with pytest.raises(PolicyError) as info:
         load_policy(tmp_path / "nope.yaml")
     assert "there is no policy at" in str(info.value) and info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("value,hit", [
+    ("prod", "prod"), ("PROD-db", "prod"), ("db.prod.internal", "prod"), ("/srv/prod/app", "prod"), ("prod1", "prod"),
+    ("production", "production"), ("eu-production-2", "production"), ("live", "live"), ("Live_DB", "live"),
+    ("product", None), ("reproduce", None), ("deliver", None), ("olive", None), ("alive", None), ("staging", None),
+    ("", None),
+])
+def test_the_default_production_patterns_match_words_not_any_substring(value, hit):
+    pol = parse_policy("version: 1\nservers: {fs: {}}\n")
+    assert pol.production_patterns == ("prod", "production", "live")
+    assert pol.production_match(value) == hit
+
+
+def test_production_patterns_are_globs_or_words_and_cover_the_server_and_every_argument():
+    pol = parse_policy("version: 1\nservers: {fs: {}}\nproduction_patterns: [\"*.corp.example\", main, \"db-?\"]\n")
+    assert pol.production_patterns == ("*.corp.example", "main", "db-?")
+    assert pol.production_match("api.corp.example") == "*.corp.example"
+    assert pol.production_match("corp.example.org") is None  # a glob is over the whole value
+    assert pol.production_match("db-1") == "db-?" and pol.production_match("db-12") is None
+    assert pol.production_match("prod") is None  # the defaults are replaced, not extended
+    hits = pol.production_hits("main-files", {"path": "/tmp/x", "targets": [{"host": "db-3"}, "domain"], "n": 5})
+    assert [(h.where, h.value, h.pattern) for h in hits] == [
+        ("server", "main-files", "main"), ("targets[0].host", "db-3", "db-?")]
+    assert pol.production_match({"deep": [{"x": "api.corp.example"}]}) == "*.corp.example"
+    none = parse_policy("version: 1\nservers: {fs: {}}\nproduction_patterns: []\n")
+    assert none.production_patterns == () and none.production_hits("prod", {"a": "live"}) == []

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import time
 
+import helpers
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, open_journal, proxy_argv
 
 POLICY = FAKE_POLICY + """  - match: "kv.delete"
@@ -46,7 +46,7 @@ def test_held_call_is_refused_at_once_and_approve_lets_one_retry_through(tmp_pat
         assert str(journal) in cmd
         other = tmp_path / "elsewhere"
         other.mkdir()
-        done = subprocess.run(shlex.split(cmd) + ["--by", "ana"], capture_output=True, text=True, cwd=other)
+        done = helpers.run(shlex.split(cmd) + ["--by", "ana"], capture_output=True, text=True, cwd=other)
         assert done.returncode == 0, done.stderr
         # a retry with the arguments in another order is the same call
         ok = s.call(2, "delete", {"key": "a"})

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import helpers
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, open_journal, proxy_argv
 
 
@@ -55,7 +55,7 @@ def test_client_eof_with_calls_in_flight_answers_every_request(tmp_path):
         {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get", "arguments": {"key": "k"}}},
     ]
     data = b"".join(json.dumps(f).encode() + b"\n" for f in frames)
-    done = subprocess.run(argv, input=data, capture_output=True, timeout=30)
+    done = helpers.run(argv, input=data, capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr.decode()
     ids = sorted(json.loads(line)["id"] for line in done.stdout.splitlines())
     assert ids == [1, 2, 3, 4, 5]
@@ -84,13 +84,13 @@ def test_sigterm_stops_proxy_and_child(tmp_path):
     s.call(1, "get", {"key": "k"})
     s.proc.send_signal(signal.SIGTERM)
     assert s.proc.wait(timeout=10) is not None
-    out = subprocess.run(["pgrep", "-f", str(tmp_path / "kv.json")], capture_output=True, text=True)
+    out = helpers.run(["pgrep", "-f", str(tmp_path / "kv.json")], capture_output=True, text=True)
     assert out.stdout.strip() == ""
 
 
 def test_malformed_policy_never_runs(tmp_path):
     manifest, journal, argv = _setup(tmp_path, FAKE_POLICY + "  - match: kv.x\n    clas: readonly\n")
-    done = subprocess.run(argv, input=b"", capture_output=True, timeout=30)
+    done = helpers.run(argv, input=b"", capture_output=True, timeout=30)
     assert done.returncode == 2
     assert f"{manifest}:" in done.stderr.decode() and "clas" in done.stderr.decode()
     assert not journal.exists()
@@ -106,7 +106,7 @@ def _one_proxy(args):
     frames += [{"jsonrpc": "2.0", "id": n + 1, "method": "tools/call",
                 "params": {"name": "put", "arguments": {"key": f"k{n % 5}", "value": f"{i}-{n}"}}} for n in range(25)]
     data = b"".join(json.dumps(f).encode() + b"\n" for f in frames)
-    done = subprocess.run(argv, input=data, capture_output=True, timeout=240)
+    done = helpers.run(argv, input=data, capture_output=True, timeout=240)
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     return done.returncode, answers, done.stderr.decode()
 

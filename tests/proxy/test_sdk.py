@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 
-from helpers import FS_POLICY, MEMORY_POLICY, open_journal, proxy_argv, sdk_session, text_of
+import helpers
+from helpers import (
+    FS_POLICY,
+    MEMORY_POLICY,
+    open_journal,
+    proxy_argv,
+    sdk_session,
+    text_of,
+)
 
 GIT_POLICY = """version: 1
 servers:
@@ -81,7 +88,7 @@ def test_sdk_client_through_proxy_to_memory(tmp_path, memory_server):
 def test_sdk_client_through_proxy_to_git(tmp_path, git_server):
     repo = tmp_path / "repo"
     repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    helpers.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "f.txt").write_text("x")
     manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
     manifest.write_text(GIT_POLICY)
@@ -95,7 +102,7 @@ def test_sdk_client_through_proxy_to_git(tmp_path, git_server):
             commit = await s.call_tool("git_commit", {"repo_path": str(repo), "message": "m"})
             assert commit.is_error and "holding this call" in text_of(commit)
     asyncio.run(go())
-    staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True)
+    staged = helpers.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True)
     assert staged.stdout.strip() == "f.txt"
     with open_journal(journal) as j:
         acts = j.actions(j.list_runs()[0].id)
@@ -106,6 +113,7 @@ def test_sdk_client_through_proxy_to_git(tmp_path, git_server):
 
 def test_proxy_stdout_is_protocol_only_and_logs_are_json(tmp_path, fs_server):
     import json
+
     from helpers import RawSession
     root = tmp_path / "root"
     root.mkdir()

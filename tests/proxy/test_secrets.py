@@ -4,12 +4,13 @@ into the policy, and a write that targets synartesis's own files is held."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
+import helpers
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, proxy_argv
-from synartesis.redact import SECRET_MARK, redact_argv
 from installkit import place
+
+from synartesis.redact import SECRET_MARK, redact_argv
 
 
 def test_redact_argv_hides_values_not_shape():
@@ -24,7 +25,7 @@ def test_install_keeps_tokens_out_of_the_policy(fake_home, tmp_path, fs_server):
     config = {"mcpServers": {"gh": {"command": "node", "args": ["server.js", "--token", "ghp_SECRETVALUE123"],
                                     "env": {"GITHUB_TOKEN": "ghp_ENVSECRET456"}}}}
     place(fake_home, "claude-code", json.dumps(config, indent=2) + "\n")
-    done = subprocess.run([sys.executable, "-m", "synartesis", "install", "--yes", "--no-start",
+    done = helpers.run([sys.executable, "-m", "synartesis", "install", "--yes", "--no-start",
                            "--client", "claude-code"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     policy = (fake_home / ".synartesis" / "synartesis.yaml").read_text()

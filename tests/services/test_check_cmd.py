@@ -9,9 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
+
 
 def _run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+    return helpers.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def _server(name: str, argv: list[str], extra: str = "") -> str:

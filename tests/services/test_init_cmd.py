@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
+
 from synartesis.policy import load_policy
 
 # A small but real MCP server (stdio, newline-delimited JSON-RPC) that synartesis does not know.
@@ -51,7 +53,7 @@ tools:
 
 
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+    return helpers.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def test_init_adopts_the_shipped_policy_and_keeps_the_users_file(tmp_path: Path, fs_server, synartesis_cmd) -> None:

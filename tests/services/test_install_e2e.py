@@ -16,8 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import helpers
 import pytest
-
 from installkit import place
 
 # What Codex passes to a stdio server (codex-rs/rmcp-client/src/utils.rs, CLIENTS.md §1.4); a GUI
@@ -51,10 +51,10 @@ def _client_env(client: str, entry: dict) -> dict:
 
 
 async def _write_through(command: str, args: list[str], env: dict, target: Path) -> str:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp import ClientSession, StdioServerParameters
 
     params = StdioServerParameters(command=command, args=args, env=env)
-    async with stdio_client(params) as (read, write):
+    async with helpers.stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             tools = await session.list_tools()
@@ -66,7 +66,7 @@ async def _write_through(command: str, args: list[str], env: dict, target: Path)
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
+    return helpers.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
                           env=dict(os.environ), cwd=cwd, timeout=180)
 
 

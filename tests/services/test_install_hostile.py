@@ -14,17 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
-
-from synartesis.clients.jsonedit import MAX_DEPTH
-
 from installkit import cli as cli_in_process
 from installkit import fake_proxy, install, make_env, place, uninstall
+
+from synartesis.clients.jsonedit import MAX_DEPTH
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """The CLI as a user runs it: a real process writing to real pipes."""
-    return subprocess.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
+    return helpers.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
                           env=dict(os.environ), cwd=tmp_path, timeout=120)
 
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
-
 from installkit import cli, fake_proxy, install, make_env, place
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
@@ -24,7 +24,7 @@ def mode(p: Path) -> int:
 
 def umask000(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """The CLI run by a user whose umask is 000."""
-    return subprocess.run(["/bin/sh", "-c", 'umask 000 && exec "$@"', "sh", sys.executable, "-m", "synartesis", *args],
+    return helpers.run(["/bin/sh", "-c", 'umask 000 && exec "$@"', "sh", sys.executable, "-m", "synartesis", *args],
                           capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path, timeout=120)
 
 
@@ -73,7 +73,7 @@ def test_a_leftover_beside_our_own_record_is_removed_and_said(fake_home, tmp_pat
     env = make_env(fake_home)
     install(env, tmp_path)
     home = fake_home / ".synartesis"
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = helpers.spawn([sys.executable, "-c", "pass"])
     dead.wait(timeout=30)
     stale = home / f".installed.json.{dead.pid}.zz99yy88.synartesis-tmp"
     stale.write_text("{half")

@@ -11,8 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import helpers
 import yaml
-
 from installkit import fake_proxy, install, make_env, options, place, uninstall
 
 GH = {"mcpServers": {"gh": {"command": "npx", "args": ["-y", "gh-mcp", "--token", "ghp_" + "aB3dE5gH7jK9" * 3]}}}
@@ -83,7 +83,7 @@ KILLER = textwrap.dedent("""
 
 
 def _killed_install(tmp_path: Path, sig: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", KILLER, fake_proxy(tmp_path), sig], capture_output=True,
+    return helpers.run([sys.executable, "-c", KILLER, fake_proxy(tmp_path), sig], capture_output=True,
                           text=True, env=dict(os.environ), cwd=tmp_path, timeout=120)
 
 

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
+import helpers
 import pytest
 import yaml
+from installkit import fake_proxy, install, make_env, place, uninstall
 
 from synartesis.policy import load_policy
 from synartesis.services.install import policy_key_for
-
-from installkit import fake_proxy, install, make_env, place, uninstall
 
 YAML_HOSTILE = ["true", "false", "null", "yes", "on", "off", "True", "NULL", "0x10", "1_000", "0b1",
                 "2024-01-01", "a\nb", "~", "1e3", "-x", "y", "N", "0o17", "+1", "12:30"]
@@ -86,7 +85,7 @@ def test_a_second_install_into_an_existing_policy_quotes_the_keys_too(fake_home,
 def test_the_cli_installs_the_matrix_for_every_client_at_once(fake_home, tmp_path):
     for client in ("claude-code", "cursor", "codex"):
         place(fake_home, client, _toml_config(YAML_HOSTILE) if client == "codex" else _json_config(YAML_HOSTILE))
-    p = subprocess.run([sys.executable, "-m", "synartesis", "install", "--yes", "--no-start", "--proxy-path",
+    p = helpers.run([sys.executable, "-m", "synartesis", "install", "--yes", "--no-start", "--proxy-path",
                         fake_proxy(tmp_path)], capture_output=True, text=True, env=dict(os.environ), cwd=tmp_path,
                        timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr

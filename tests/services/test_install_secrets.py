@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
+from installkit import fake_proxy, install, make_env, options, place, uninstall
 
 from synartesis.redact import SECRET_MARK
 from synartesis.services.install import plan_install
@@ -20,15 +22,13 @@ from synartesis.services.install_state import load_state, save_state
 from synartesis.services.launch_env import ClientEntries, entry_launch
 from synartesis.undo.launch import launch_specs
 
-from installkit import fake_proxy, install, make_env, options, place, uninstall
-
 S1, S2 = "S1sekrit0001", "S2sekrit0002"
 S3 = "S3hdrvalue03"
 ARGS = ["-k", S1, "-e", f"API_KEY={S2}", "-H", f"X-Api-Key: {S3}", "ghcr.io/acme/mcp"]
 
 
 def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
+    return helpers.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
                           env=dict(os.environ), cwd=cwd, timeout=120)
 
 

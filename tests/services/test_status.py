@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 from installkit import fake_proxy, install, make_env, place
+
 from synartesis.services.status import collect_status
 
 CURSOR = '{\n  "mcpServers": {\n    "mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},\n    "odd": {"command": "my-server"}\n  }\n}\n'
@@ -88,14 +89,14 @@ def test_status_cli_json_keys_and_exit_codes(fake_home, tmp_path):
     place(fake_home, "cursor", CURSOR)
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "synartesis", "status", "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    p = helpers.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
     assert set(doc) == {"ok", "policy", "files", "servers", "warnings"}
     assert set(doc["servers"][0]) == {"client", "client_name", "file", "scope", "name", "covered", "state", "reason",
                                       "project", "policy_key", "policy", "drift", "sign_in"}
     install(make_env(fake_home), tmp_path)
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    p = helpers.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 0, p.stdout
-    p = subprocess.run(cmd[:-1], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    p = helpers.run(cmd[:-1], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 0 and "2 of 2 server entries covered" in p.stdout

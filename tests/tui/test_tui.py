@@ -9,11 +9,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import (
+    FAKE_POLICY,
+    FAKE_SERVER,
+    RawSession,
+    open_journal,
+    proxy_argv,
+    run_async,
+)
 
-from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, open_journal, proxy_argv
 from synartesis.tui.app import KEYS, ConsoleApp
 from synartesis.tui.screens import HELP, JOB_KEYS, JobScreen, ReasonScreen, TextScreen
-
 
 # -- fixtures: real journals from the real proxy ---------------------------------------------
 
@@ -45,7 +51,7 @@ class World:
 
 
 def run(coro):
-    return asyncio.run(coro)
+    return run_async(coro, timeout=240)
 
 
 def screen_text(app) -> str:
@@ -147,16 +153,15 @@ def test_approve_and_deny_held_calls_are_recorded_in_the_journal(world):
             assert 'kv.delete {"key":"k0"}' in text and 'kv.delete {"key":"k1"}' in text
             assert "why:" in text  # each with its reason
             await pilot.press("a")  # approve the first (k0)
-            await pilot.pause()
+            await until(pilot, lambda: 'kv.delete {"key":"k0"}' not in screen_text(app), what="the approval")
             assert "approved kv.delete" in screen_text(app)
-            assert 'kv.delete {"key":"k0"}' not in screen_text(app)
             await pilot.press("d")  # deny the other: asks for a reason
             assert isinstance(app.screen, ReasonScreen)
+            await until(pilot, lambda: app.screen.ready, what="the reason prompt")
             await pilot.press(*"not today")
             await pilot.press("enter")
-            await pilot.pause()
+            await until(pilot, lambda: "Nothing is waiting for a decision." in screen_text(app), what="the denial")
             assert "denied kv.delete" in screen_text(app)
-            assert "Nothing is waiting for a decision." in screen_text(app)
 
     run(go())
     with open_journal(world.journal) as j:
@@ -177,6 +182,7 @@ def test_deny_cancelled_with_esc_records_nothing(world):
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("g", "d")
             assert isinstance(app.screen, ReasonScreen)
+            await until(pilot, lambda: app.screen.ready, what="the reason prompt")
             await pilot.press("escape")
             await pilot.pause()
             assert "nothing was recorded" in screen_text(app)
@@ -378,7 +384,7 @@ def test_an_open_timeline_follows_the_agent_live(world):
                 await until(pilot, lambda: len(app.actions) == 2 and 'undo: kv.put {"key":"k1","value":"v1"}'
                             in screen_text(app), what="the second action")
                 await asyncio.to_thread(s.call, 3, "delete", {"key": "k1"})
-                await until(pilot, lambda: "1 held (g)" in screen_text(app), what="the held call")
+                await until(pilot, lambda: "actions · 1 held" in screen_text(app), what="the held call")
                 # decide it right in the timeline
                 await pilot.press("end", "a")
                 await until(pilot, lambda: "approved kv.delete" in screen_text(app), what="the approval")
@@ -571,3 +577,183 @@ def test_clients_view_shows_the_same_rows_as_status(world, fake_home, tmp_path):
             assert app.view == "runs"
 
     run(go())
+
+
+# -- issue 9 item 16: what a new user found in tmux ---------------------------------------------
+
+def test_the_run_page_counts_its_own_held_calls_not_everyones(world):
+    _held_world(world, ["k0"])
+    _held_world(world, ["k1", "k2"])  # the newest run holds two
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert "3 awaiting approval" in screen_text(app)  # the runs page: every run's
+            await pilot.press("down", "enter")  # the older run: one held call
+            header = screen_text(app).splitlines()[0]
+            assert "1 action · 1 held (3 in all)" in header, header
+            await pilot.press("escape", "home", "enter")  # the newest: two
+            header = screen_text(app).splitlines()[0]
+            assert "2 actions · 2 held (3 in all)" in header and "3 held" not in header, header
+
+    run(go())
+
+
+def test_a_notice_never_stays_behind_on_another_view(world, fake_home):
+    from installkit import place
+    place(fake_home, "cursor", CURSOR)
+    world.session([("put", {"key": "k0", "value": "agent"})])
+    _held_world(world, ["k1"])
+
+    def notice_line(app) -> str:
+        return screen_text(app).splitlines()[-2]
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("c")  # the clients scan reports on the clients view
+            await until(pilot, lambda: "server entries covered" in notice_line(app), what="the scan")
+            await pilot.press("g")
+            assert app.view == "held" and notice_line(app).strip() == "", notice_line(app)
+            await pilot.press("r", "down", "p")  # a preview's result is told on the runs view
+            job = app.screen
+            await until(pilot, lambda: job.state == "done", what="the preview")
+            await pilot.press("escape")
+            await until(pilot, lambda: "would be reverted" in notice_line(app), what="the preview's notice")
+            await pilot.press("g")
+            assert notice_line(app).strip() == "", notice_line(app)
+
+    run(go())
+
+
+def test_a_refresh_keeps_the_selection_on_the_same_run_by_id(world):
+    for name in ("a1", "a2", "a3"):
+        world.session([("get", {"key": "k0"})], name)
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("down")
+            chosen = app.pager.selected.key
+            assert app.pager.selected.data.label == "a2"
+            await asyncio.to_thread(world.session, [("get", {"key": "k0"})], "newcomer")
+            await until(pilot, lambda: "newcomer" in screen_text(app), what="the new run")
+            assert app.pager.selected.key == chosen and app.pager.cursor == 2
+            line = next(ln for ln in screen_text(app).splitlines() if ln.startswith("❯"))
+            assert "a2" in line
+
+    run(go())
+
+
+def test_a_held_call_decided_elsewhere_is_said_to_be_gone_not_silently_swapped(world):
+    from helpers import cli
+    _held_world(world, ["k0", "k1", "k2"])
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("g", "down")
+            chosen = app.pager.selected.data.row
+            assert json.loads(json.dumps(app.pager.selected.data.args)) == {"key": "k1"}
+            denied = await asyncio.to_thread(cli, "deny", chosen.id[:8], "--by", "other", "--reason", "no",
+                                             "--journal", str(world.journal))
+            assert denied.returncode == 0, denied.stderr
+            await until(pilot, lambda: len(app.held) == 2, what="the refresh")
+            text = screen_text(app)
+            assert f"kv.delete {chosen.id[:8]} is no longer listed here" in text
+            assert app.pager.selected.data.args == {"key": "k2"}  # the neighbour, announced
+
+    run(go())
+
+
+def test_keys_pressed_before_the_deny_prompt_is_on_screen_never_reach_the_reason(world):
+    from textual import events
+
+    _held_world(world, ["k0"])
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("g")
+            # typed ahead while the console was busy: d, then x y enter before the prompt is drawn
+            for key, char in (("d", "d"), ("x", "x"), ("y", "y"), ("enter", "\r")):
+                event = events.Key(key, char)
+                event.set_sender(app)
+                app._driver.send_message(event)
+            await until(pilot, lambda: isinstance(app.screen, ReasonScreen) and app.screen.ready, what="the prompt")
+            prompt = app.screen
+            await pilot.pause(0.2)
+            assert prompt.query_one("#reason").value == "" and prompt.ignored >= 3
+            assert isinstance(app.screen, ReasonScreen)  # the early enter denied nothing
+            await pilot.press(*"typed after", "enter")
+            await until(pilot, lambda: "denied kv.delete" in screen_text(app), what="the denial")
+
+    run(go())
+    with open_journal(world.journal) as j:
+        (row,) = j.actions(j.list_runs()[0].id)
+    assert row.status == "denied" and row.decision_note == "typed after"
+
+
+def test_the_deny_prompt_opens_while_the_journal_is_still_being_read(world, monkeypatch):
+    import threading
+
+    from synartesis.tui import data as data_mod
+
+    _held_world(world, ["k0"])
+    release, entered = threading.Event(), threading.Event()
+    real = data_mod.read_snapshot
+
+    def slow_read(j, open_run=None):
+        entered.set()
+        release.wait(60)  # a journal that takes its time (a busy machine, a large journal)
+        return real(j, open_run)
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("g")
+            monkeypatch.setattr(data_mod, "read_snapshot", slow_read)
+            app.refresh_data()
+            await asyncio.to_thread(entered.wait, 30)
+            assert app.polling
+            await pilot.press("d")
+            assert isinstance(app.screen, ReasonScreen) and app.polling  # opened before the read ended
+            release.set()
+            await until(pilot, lambda: not app.polling, what="the read")
+            await until(pilot, lambda: app.screen.ready, what="the prompt")
+            await pilot.press("escape")
+
+    try:
+        run(go())
+    finally:
+        release.set()
+
+
+def test_the_console_modules_import_each_other_one_way():
+    """No circle inside synartesis/tui (app → screens → jobs/render/widgets/data), counting
+    imports made only for type checking."""
+    import ast
+    from pathlib import Path
+
+    import synartesis.tui
+
+    folder = Path(synartesis.tui.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("synartesis.tui."):
+                names.add(node.module.rsplit(".", 1)[1])
+            elif isinstance(node, ast.Import):
+                names.update(a.name.rsplit(".", 1)[1] for a in node.names if a.name.startswith("synartesis.tui."))
+        graph[path.stem] = names
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in graph.get(start, ()))
+
+    circles = sorted(m for m in graph if reaches(m, m, {m}))
+    assert circles == [], f"import circles in synartesis/tui through: {circles}"

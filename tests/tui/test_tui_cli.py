@@ -7,12 +7,11 @@ import os
 import re
 import select
 import struct
-import subprocess
 import sys
 import time
 
+import helpers
 import pytest
-
 from helpers import cli, open_journal, synartesis_argv
 from test_tui import World
 
@@ -105,7 +104,7 @@ def test_on_a_terminal_the_console_runs_and_q_quits(tmp_path):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = dict(os.environ, TERM="xterm-256color")
-    proc = subprocess.Popen(synartesis_argv("--manifest", str(w.manifest), "--journal", str(w.journal), "--by", "pty-user"),
+    proc = helpers.spawn(synartesis_argv("--manifest", str(w.manifest), "--journal", str(w.journal), "--by", "pty-user"),
                             stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
     try:

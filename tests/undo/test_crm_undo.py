@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession, StdioServerParameters, stdio_client
+import helpers
+from mcp import ClientSession, StdioServerParameters
 
 from synartesis.demo.crm_server import SEED, dump_store
 from synartesis.journal import Journal
@@ -73,7 +74,7 @@ async def _agent(proxy: list[str], env: dict[str, str]) -> list[tuple[str, bool]
     params = StdioServerParameters(command=proxy[0], args=proxy[1:], env=env)
     seen: list[tuple[str, bool]] = []
     new_ids: list[str] = []
-    async with stdio_client(params) as (read, write):
+    async with helpers.stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             for tool, args in CALLS:
@@ -95,7 +96,7 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path, list[str], dict[str, str]]
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "synartesis", *args], cwd=cwd,
+    return helpers.run([sys.executable, "-m", "synartesis", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
 
@@ -163,7 +164,7 @@ def test_twenty_mixed_mutations_undone_to_a_byte_identical_store(tmp_path: Path)
     async def one_more() -> str:
         params = StdioServerParameters(command=sys.executable, env=env, args=[
             "-m", "synartesis.demo.crm_server", "--state", str(store)])
-        async with stdio_client(params) as (read, write):
+        async with helpers.stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 res = await session.call_tool("create_customer", {"name": "After Undo"})

@@ -7,17 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 from installkit import place
 
 
 async def _create(command: str, args: list[str], env: dict) -> None:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp import ClientSession, StdioServerParameters
 
-    async with stdio_client(StdioServerParameters(command=command, args=args, env=env)) as (read, write):
+    async with helpers.stdio_client(StdioServerParameters(command=command, args=args, env=env)) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             r = await session.call_tool("create_entities", {"entities": [
@@ -36,7 +36,7 @@ def test_undo_uses_the_env_of_the_client_entry(fake_home, tmp_path, memory_serve
     terminal = {k: v for k, v in os.environ.items() if k != "MEMORY_FILE_PATH"}
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
+        return helpers.run([sys.executable, "-m", "synartesis", *args], capture_output=True, text=True,
                               env=terminal, cwd=work, timeout=180)
 
     done = cli("install", "--yes", "--client", "claude-code")

@@ -7,7 +7,16 @@ import json
 import os
 import subprocess
 
-from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, open_journal, proxy_argv, synartesis_argv
+import helpers
+from helpers import (
+    FAKE_POLICY,
+    FAKE_SERVER,
+    RawSession,
+    cli,
+    open_journal,
+    proxy_argv,
+    synartesis_argv,
+)
 
 
 def _setup(tmp_path, policy=FAKE_POLICY, seed=None):
@@ -105,7 +114,7 @@ def test_two_concurrent_undos_send_one_inverse_per_action(tmp_path):
     _run(argv, [("put", {"key": f"k{n}", "value": f"agent{n}"}) for n in range(4)])
     log = tmp_path / "calls.jsonl"
     env = dict(os.environ, FAKE_LOG=str(log))
-    procs = [subprocess.Popen(synartesis_argv("undo", "--manifest", str(manifest), "--journal", str(journal)),
+    procs = [helpers.spawn(synartesis_argv("undo", "--manifest", str(manifest), "--journal", str(journal)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     codes = sorted(p.returncode for p in procs)
