@@ -3,7 +3,9 @@ loopback port, a TCP relay that can cut connections on cue, a CONNECT proxy, and
 certificates. Everything binds 127.0.0.1 and is reaped by the tests' finalisers.
 
 The relay and the proxy are the only stand-ins: no real part can drop a connection halfway
-through an answer on cue, and the CONNECT proxy is what ``HTTPS_PROXY`` points at.
+through an answer on cue, and the CONNECT proxy is what ``HTTPS_PROXY`` points at. Processes
+are started through :func:`helpers.spawn`, so each test's reaper ends them (they are
+per-test: nothing outlives its test).
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ class ServerProcess:
 
     def __init__(self, argv: list[str], env: dict | None = None, *, url_pattern: str | None = None,
                  port: int | None = None, timeout: float = 30.0, cwd: str | None = None) -> None:
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        from helpers import spawn  # registered with the test's reaper (tests/conftest.py procs)
+        self.proc = spawn(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.stderr_lines: list[str] = []
         self.url = ""
         self.port = port

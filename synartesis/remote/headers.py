@@ -18,7 +18,9 @@ Standard library only.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -167,16 +169,20 @@ def run_headers_helper(command: str, environ: Mapping[str, str], *, server: str,
     env["CLAUDE_CODE_MCP_SERVER_NAME"] = server
     env["CLAUDE_CODE_MCP_SERVER_URL"] = url
     try:
-        done = subprocess.run(command, shell=True, env=env, capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"the headers helper of {server} did not finish within {timeout:g} s") from None
+        # its own process group: on a timeout the shell *and* what it started are ended
+        proc = subprocess.Popen(command, shell=True, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=os.name == "posix")
     except OSError as exc:
         raise UsageError(f"the headers helper of {server} could not run: {exc.strerror}") from None
-    if done.returncode != 0:
-        raise UsageError(f"the headers helper of {server} exited with {done.returncode}")
     try:
-        value = json.loads(done.stdout)
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise UsageError(f"the headers helper of {server} did not finish within {timeout:g} s") from None
+    if proc.returncode != 0:
+        raise UsageError(f"the headers helper of {server} exited with {proc.returncode}")
+    try:
+        value = json.loads(out)
     except ValueError:
         raise UsageError(f"the headers helper of {server} did not print a JSON object") from None
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
@@ -185,6 +191,20 @@ def run_headers_helper(command: str, environ: Mapping[str, str], *, server: str,
         if not _NAME.match(k) or "\n" in v or "\r" in v:
             raise UsageError(f"the headers helper of {server} printed a header that is not valid HTTP")
     return {k.lower(): v for k, v in value.items()}
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 @dataclass(frozen=True)

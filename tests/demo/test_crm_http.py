@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import httpx2
+from helpers import run
 import netkit
 
 TOKEN = "crm-demo-token-0123456789abcdef"
@@ -14,8 +14,8 @@ TOKEN = "crm-demo-token-0123456789abcdef"
 
 def test_http_mode_needs_a_token_in_the_named_variable(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "CRM_TOKEN"}
-    out = subprocess.run([sys.executable, "-m", "synartesis.demo.crm_server", "--http", "--state",
-                          str(tmp_path / "s.json")], env=env, capture_output=True, text=True, timeout=60)
+    out = run([sys.executable, "-m", "synartesis.demo.crm_server", "--http", "--state",
+               str(tmp_path / "s.json")], env=env, text=True, timeout=60)
     assert out.returncode == 2 and "$CRM_TOKEN" in out.stderr
 
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import netkit
 import pytest
-from helpers import synartesis_argv
+from helpers import run, spawn, synartesis_argv
 
 from synartesis.paths import Env
 from synartesis.proxy.transport import RequestFailed
@@ -47,8 +47,8 @@ def click(auth_url: str) -> int:
 
 def login(url: str, name: str = "notes") -> subprocess.CompletedProcess:
     """`synartesis login NAME --url URL --no-browser`, with the person clicking the URL it prints."""
-    proc = subprocess.Popen(synartesis_argv("login", name, "--url", url, "--no-browser", "--timeout", "60"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = spawn(synartesis_argv("login", name, "--url", url, "--no-browser", "--timeout", "60"),
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
@@ -198,10 +198,10 @@ def test_logout_removes_the_tokens_and_no_token_appears_anywhere_else(issued, st
                 leaks += [str(path) for s in secrets if s.encode() in data]
         assert not leaks
         assert not [s for s in secrets if s in done.stdout + done.stderr]
-        out = subprocess.run(synartesis_argv("logout", "notes"), capture_output=True, text=True, timeout=60)
+        out = run(synartesis_argv("logout", "notes"), text=True, timeout=60)
         assert out.returncode == 0 and "Signed out of notes" in out.stdout
         assert not store.path("notes").exists() and store.get("notes") is None
-        again = subprocess.run(synartesis_argv("logout", "notes"), capture_output=True, text=True, timeout=60)
+        again = run(synartesis_argv("logout", "notes"), text=True, timeout=60)
         assert again.returncode == 1 and "no sign-in" in again.stderr
     finally:
         server.stop()
@@ -211,8 +211,8 @@ def test_login_fails_clearly_when_the_server_has_no_oauth_or_is_unreachable(tmp_
     crm = netkit.crm_http(tmp_path / "crm.json", "crm-token-0123456789")
     try:
         for url, why in ((crm.url, "signing in to crm failed"), ("http://127.0.0.1:1/mcp", "cannot reach")):
-            out = subprocess.run(synartesis_argv("login", "crm", "--url", url, "--no-browser", "--timeout", "5"),
-                                 capture_output=True, text=True, timeout=60)
+            out = run(synartesis_argv("login", "crm", "--url", url, "--no-browser", "--timeout", "5"),
+                      text=True, timeout=60)
             assert out.returncode == 1, out
             assert why in out.stderr and "Traceback" not in out.stderr
     finally:

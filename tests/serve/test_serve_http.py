@@ -53,7 +53,7 @@ class RelayBackend:
         return Session()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def everything():
     server = netkit.everything("streamableHttp")
     yield f"http://127.0.0.1:{server.port}/mcp"
