@@ -8,6 +8,7 @@ Environment knobs:
   with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
 - ``FAKE_REFUSE_PUT_VALUE=X``: ``put`` with value X answers isError.
 - ``FAKE_LOG=FILE``: append every tools/call (name, arguments, _meta) to FILE as a JSON line.
+- ``FAKE_HANG=TOOL``: calls of TOOL are read and never answered (a server stuck mid-call).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ TOOLS = [
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--state", required=True)
-    opts = ap.parse_args()
+    opts, _ = ap.parse_known_args()  # extra arguments are ignored (tests put tokens there)
     state: dict = {}
     if os.path.exists(opts.state):
         with open(opts.state, encoding="utf-8") as f:
@@ -80,6 +81,8 @@ def main() -> None:
             args = msg["params"].get("arguments") or {}
             if crash_on and calls == crash_on and not crash_after_apply:
                 os._exit(3)
+            if name == os.environ.get("FAKE_HANG"):
+                continue
             if name == "env":
                 result(mid, {"name": args.get("name"), "value": os.environ.get(str(args.get("name")))})
                 continue

@@ -365,6 +365,17 @@ def proxy_argv(server: str, manifest: Path, journal: Path, command: list[str], *
                            *extra, "--", *command)
 
 
+def files_proxy(tmp_path: Path, fs_server: list[str], policy: str = "version: 1\nservers:\n  files: {}\ntools: []\n"
+                ) -> tuple[Path, list[str]]:
+    """A root folder for the filesystem server and the argv of a proxy in front of it
+    (journal ``j.db`` in ``tmp_path``); ``policy`` defaults to one holding every call."""
+    root = tmp_path / "root"
+    root.mkdir(exist_ok=True)
+    manifest = tmp_path / "synartesis.yaml"
+    manifest.write_text(policy)
+    return root, proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])
+
+
 def cli(*args: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 120,
         input: str | None = None) -> subprocess.CompletedProcess:
     """Run the CLI; return the completed process (text mode). Registered for reaping."""

@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "synartesis.cli.demo_cmds",
     "synartesis.cli.tui_cmds",
     "synartesis.cli.remote_cmds",
+    "synartesis.cli.desktop_cmds",
 )
 
 
@@ -48,6 +49,7 @@ COMMAND_INDEX = {
     "init": "policy_cmds", "check": "policy_cmds", "pin": "policy_cmds",
     "demo": "demo_cmds",
     "login": "remote_cmds", "logout": "remote_cmds",
+    "desktop": "desktop_cmds",
 }
 
 

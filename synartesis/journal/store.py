@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
+import threading
 import time
-import uuid
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -42,6 +43,7 @@ ACTION_STATUSES = ("pending", "unknown", "gated", "approved", "denied", "applied
                    "rolling_back", "rolled_back", "unrecoverable")
 APPROVAL_TTL_S = 3600
 _BLOB_MIN = 1024
+_ASK_FIRST = 16 * 1024  # smaller blobs are compressed and INSERT OR IGNOREd without a SELECT first
 _INLINE_MAX = 2048
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
@@ -84,6 +86,44 @@ CREATE TABLE shapes (
 """),
 ]
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
+
+
+_ID_POOL = bytearray()
+_ID_LOCK = threading.Lock()
+
+
+def new_id() -> str:
+    """A random (version 4) UUID as text, like ``str(uuid.uuid4())``, from a pool of
+    ``os.urandom`` bytes: one getrandom call per 256 ids, and no ``uuid`` import."""
+    with _ID_LOCK:
+        if len(_ID_POOL) < 16:
+            _ID_POOL.extend(os.urandom(4096))
+        b = _ID_POOL[-16:]
+        del _ID_POOL[-16:]
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
+
+
+def _q(value: str | None) -> str:
+    """``canonical(value)`` for the ids, kinds and times of an event (quoted directly when
+    nothing in them needs escaping)."""
+    if value is None:
+        return "null"
+    if _PLAIN.fullmatch(value):
+        return f'"{value}"'
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _event_body(run_id: str, action_id: str | None, undo_id: str | None, at: str, kind: str, data_text: str) -> str:
+    """``canonical({"run", "action", "undo", "at", "kind", "data"})`` built around the data's
+    canonical text (computed once: it is also the stored ``data`` column)."""
+    return (f'{{"action":{_q(action_id)},"at":{_q(at)},"data":{data_text},"kind":{_q(kind)},'
+            f'"run":{_q(run_id)},"undo":{_q(undo_id)}}}')
 
 
 def now_iso(offset_s: float = 0.0) -> str:
@@ -194,6 +234,12 @@ class Journal:
         self.path = path
         self.conn = conn
         self._seq_sources: dict[str, Any] = {}
+        # What this connection last wrote, to skip statements: each run's chain head (checked by
+        # a conditional UPDATE, so another writer is noticed) and the payloads its committed
+        # rows reference (an active run's payloads are never collected; prune forgets them).
+        self._heads: dict[str, str] = {}
+        self._known_blobs: set[str] = set()
+        self._tx_blobs: list[str] = []
 
     def own_run(self, run_id: str, next_seq: Any) -> None:
         """Let the process that owns ``run_id`` (its proxy) number its actions itself.
@@ -285,16 +331,20 @@ class Journal:
         self.close()
 
     class _Tx:
-        def __init__(self, conn: sqlite3.Connection) -> None:
-            self.conn = conn
+        def __init__(self, journal: "Journal") -> None:
+            self.journal = journal
+            self.conn = journal.conn
 
         def __enter__(self) -> sqlite3.Connection:
+            self.journal._tx_blobs.clear()
             self.conn.execute("BEGIN IMMEDIATE")
             return self.conn
 
         def __exit__(self, typ: Any, exc: Any, tb: Any) -> None:
+            blobs, self.journal._tx_blobs = self.journal._tx_blobs, []
             if typ is None:
                 self.conn.execute("COMMIT")
+                self.journal._known_blobs.update(blobs)  # only what is on disk now
             else:
                 try:
                     self.conn.execute("ROLLBACK")
@@ -302,7 +352,7 @@ class Journal:
                     pass
 
     def _tx(self) -> "Journal._Tx":
-        return Journal._Tx(self.conn)
+        return Journal._Tx(self)
 
     def _guard(self, op: str) -> "_Guard":
         return _Guard(op, self.path)
@@ -310,8 +360,11 @@ class Journal:
     # -- payloads ------------------------------------------------------------------------
     def _put_blob(self, data: bytes) -> str:
         digest = sha256_hex(data)
-        if self.conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone():
+        self._tx_blobs.append(digest)
+        if digest in self._known_blobs:
             return digest
+        if len(data) > _ASK_FIRST and self.conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone():
+            return digest  # already stored: spare the compression
         codec, stored = "raw", data
         if len(data) > 128:
             packed = zlib.compress(data, 6)
@@ -362,7 +415,13 @@ class Journal:
         Large strings inside it become blobs (deduplicated, compressed); what remains is kept
         inline in the ref (``=`` + JSON) when small, else stored as a blob too.
         """
-        skeleton = json.dumps(self._split(value), ensure_ascii=False, separators=(",", ":"))
+        split = self._split(value)
+        skeleton = json.dumps(split, ensure_ascii=False, separators=(",", ":"))
+        if not skeleton.isascii():
+            try:
+                skeleton.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: kept as its \u escape, read back as it was
+                skeleton = json.dumps(split, separators=(",", ":"))
         if len(skeleton) <= _INLINE_MAX:
             return "=" + skeleton
         return self._put_blob(skeleton.encode("utf-8", "surrogatepass"))
@@ -379,16 +438,25 @@ class Journal:
     # -- events --------------------------------------------------------------------------
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
                undo_id: str | None = None) -> None:
-        prev_row = self.conn.execute("SELECT head FROM runs WHERE id = ?", (run_id,)).fetchone()
-        prev = prev_row[0] if prev_row else ""
         at = now_iso()
-        body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
-                          "kind": kind, "data": data})
-        digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+        hashed, data_text = _chain_texts(data)
+        body = _event_body(run_id, action_id, undo_id, at, kind, hashed)
+        prev = self._heads.get(run_id)
+        digest = ""
+        if prev is not None:  # this connection wrote the head last, unless the UPDATE says otherwise
+            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+            if self.conn.execute("UPDATE runs SET head = ? WHERE id = ? AND head = ?",
+                                 (digest, run_id, prev)).rowcount != 1:
+                prev = None
+        if prev is None:
+            prev_row = self.conn.execute("SELECT head FROM runs WHERE id = ?", (run_id,)).fetchone()
+            prev = prev_row[0] if prev_row else ""
+            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+            self.conn.execute("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
         self.conn.execute("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
                           "VALUES (?,?,?,?,?,?,?,?)",
-                          (run_id, action_id, undo_id, at, kind, canonical(data), prev, digest))
-        self.conn.execute("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
+                          (run_id, action_id, undo_id, at, kind, data_text, prev, digest))
+        self._heads[run_id] = digest
 
     def _action_event(self, action_id: str, kind: str) -> None:
         row = self.conn.execute(f"SELECT {_ACTION_COLS} FROM actions WHERE id = ?", (action_id,)).fetchone()
@@ -400,7 +468,7 @@ class Journal:
     # -- runs ----------------------------------------------------------------------------
     def begin_run(self, label: str | None, servers: dict, client: str | None = None) -> str:
         """Open a run (status ``active``); ``servers`` = {name: launch line} recorded for undo."""
-        run_id = str(uuid.uuid4())
+        run_id = new_id()
         with self._guard("begin run"), self._tx():
             self.conn.execute("INSERT INTO runs (id, label, client, started_at, status, pid, servers) "
                               "VALUES (?,?,?,?,?,?,?)",
@@ -493,7 +561,7 @@ class Journal:
             source = self._seq_sources.get(run_id)
             seq = source() if source is not None else self.conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,)).fetchone()[0]
-        aid = str(uuid.uuid4())
+        aid = new_id()
         ts = now_iso()
         row = ActionRow(
             id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule,
@@ -501,7 +569,7 @@ class Journal:
             snapshot_ref=self.put_json(snapshot) if prior == "captured" else None,
             result_ref=self.put_json(result) if result is not None else None, inverse_ref=None,
             verify_ref=self.put_json(verify) if verify is not None else None, post_ref=None,
-            status=status, note=note, decided_by=decided_by, decided_at=decided_at, decision_note=None,
+            status=status, note=_text(note), decided_by=decided_by, decided_at=decided_at, decision_note=None,
             used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts)
         self.conn.execute(f"INSERT INTO actions ({_ACTION_COLS}) VALUES ({','.join('?' * 24)})", row_values(row))
         self._event(run_id, "action.record", _action_state(row), action_id=aid)
@@ -521,12 +589,56 @@ class Journal:
 
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
-        status, note, result}`` (``result`` already capped). Used by the proxy's reader thread."""
+        status, note, result, seq}`` (``result`` already capped). Used by the proxy's journal
+        thread: the rows and their events are inserted with one ``executemany`` each, every
+        event's canonical text is built once, and each run's head is updated once."""
+        if not items:
+            return
         with self._guard("record reads"), self._tx():
+            heads: dict[str, str] = {}
+            rows: list[tuple] = []
+            events: list[tuple] = []
+            ts = now_iso()
             for it in items:
-                self._insert_action(it["run"], it["server"], it["tool"], "readonly", it.get("rule"), it["args"],
-                                    it["status"], it.get("note"), result=it.get("result"), fetch=False,
-                                    seq=it.get("seq"))
+                run_id = it["run"]
+                prev = heads.get(run_id)
+                if prev is None:
+                    found = self.conn.execute("SELECT head FROM runs WHERE id = ?", (run_id,)).fetchone()
+                    if found is None:
+                        continue  # the run is gone (pruned): nothing to attach the read to
+                    prev = found[0]
+                    heads[run_id] = prev
+                seq = it.get("seq")
+                if seq is None:
+                    source = self._seq_sources.get(run_id)
+                    seq = source() if source is not None else self.conn.execute(
+                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,)).fetchone()[0]
+                args, result = it["args"], it.get("result")
+                aid = new_id()
+                key, args_ref = self._key_and_ref(it["server"], it["tool"], args)
+                row = (aid, run_id, seq, it["server"], it["tool"], "readonly", it.get("rule"), key, args_ref, None, None,
+                       self.put_json(result) if result is not None else None, None, None, None,
+                       it["status"], _text(it.get("note")), None, None, None, None, f"{run_id}:{seq}", ts, ts)
+                hashed, data_text = _chain_texts(_row_state(row))
+                digest = sha256_hex((prev + "\n" + _event_body(run_id, aid, None, ts, "action.record", hashed))
+                                    .encode("utf-8", "surrogatepass"))
+                rows.append(row)
+                events.append((run_id, aid, ts, data_text, prev, digest))
+                heads[run_id] = digest
+            self.conn.executemany(f"INSERT INTO actions ({_ACTION_COLS}) VALUES ({','.join('?' * 24)})", rows)
+            self.conn.executemany("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
+                                  "VALUES (?,?,NULL,?,'action.record',?,?,?)", events)
+            self.conn.executemany("UPDATE runs SET head = ? WHERE id = ?", [(h, r) for r, h in heads.items()])
+            self._heads.update(heads)
+
+    def _key_and_ref(self, server: str, tool: str, args: Any) -> tuple[str, str]:
+        """(call_key, args_ref) with the arguments serialised once when they are small (no
+        string in them can be a blob, so the ref is their canonical text inline)."""
+        text = canonical(args)
+        if len(text) < _BLOB_MIN and "$synartesis." not in text and text.isascii():
+            whole = f"[{canonical(server)},{canonical(tool)},{text}]"
+            return sha256_hex(whole.encode("utf-8")), "=" + text
+        return call_key(server, tool, args), self.put_json(args)
 
     def hold(self, run_id: str, server: str, tool: str, cls: str, rule: str | None, args: Any,
              reason: str, action_id: str | None = None) -> tuple[ActionRow, bool]:
@@ -620,19 +732,31 @@ class Journal:
         with self._guard("store snapshot"), self._tx():
             snap = self.put_json(snapshot) if prior == "captured" else None
             ver = self.put_json(verify) if verify is not None else None
-            self.conn.execute("UPDATE actions SET prior = ?, snapshot_ref = ?, verify_ref = ?, updated_at = ? WHERE id = ?",
-                              (prior, snap, ver, now_iso(), action_id))
-            self._action_event(action_id, "action.snapshot")
+            row = self.conn.execute(
+                "UPDATE actions SET prior = ?, snapshot_ref = ?, verify_ref = ?, updated_at = ? WHERE id = ? "
+                f"RETURNING {_ACTION_COLS}", (prior, snap, ver, now_iso(), action_id)).fetchone()
+            if row is not None:
+                a = _action(row)
+                self._event(a.run_id, "action.snapshot", _action_state(a), action_id=a.id)
 
     def mark_applied(self, action_id: str, *, result: Any, inverse: list | None, verify: Any,
                      post: Any, note: str | None) -> None:
-        """The call succeeded: store result, resolved inverse, drift read and post-state."""
+        """The call succeeded: store result, resolved inverse, drift read and post-state.
+
+        One transaction of four statements (the row's update returns the row its event needs);
+        conditional on the action still being ``pending`` or ``unknown``.
+        """
         with self._guard("mark applied"), self._tx():
-            self._set(action_id, "applied", note=note, expect=("pending", "unknown"),
-                      result_ref=self.put_json(result),
-                      inverse_ref=self.put_json(inverse) if inverse else None,
-                      verify_ref=self.put_json(verify) if verify is not None else None,
-                      post_ref=self.put_json(post) if post is not None else None)
+            refs = (self.put_json(result), self.put_json(inverse) if inverse else None,
+                    self.put_json(verify) if verify is not None else None,
+                    self.put_json(post) if post is not None else None)
+            row = self.conn.execute(
+                "UPDATE actions SET status = 'applied', updated_at = ?, note = ?, result_ref = ?, inverse_ref = ?, "
+                f"verify_ref = ?, post_ref = ? WHERE id = ? AND status IN ('pending','unknown') RETURNING {_ACTION_COLS}",
+                (now_iso(), _text(note), *refs, action_id)).fetchone()
+            if row is not None:
+                a = _action(row)
+                self._event(a.run_id, "action.applied", _action_state(a), action_id=a.id)
 
     def mark_failed(self, action_id: str, note: str, result: Any = None) -> None:
         """The call certainly did not happen (refused, ``isError``, never sent)."""
@@ -728,7 +852,7 @@ class Journal:
                     return None
                 self.conn.execute("UPDATE undos SET status = 'abandoned', ended_at = ? WHERE id = ?", (now_iso(), uid))
                 self._event(run_id, "undo.abandoned", {"undo": uid}, undo_id=uid)
-            uid = str(uuid.uuid4())
+            uid = new_id()
             self.conn.execute("INSERT INTO undos (id, run_id, by, pid, started_at, status) VALUES (?,?,?,?,?,?)",
                               (uid, run_id, by, os.getpid(), now_iso(), "running"))
             self._event(run_id, "undo.begin", {"by": by}, undo_id=uid)
@@ -866,6 +990,7 @@ class Journal:
 
         Returns the number of runs deleted. Callers check :meth:`prunable` first.
         """
+        self._known_blobs.clear()
         with self._guard("prune"):
             with self._tx():
                 for rid in run_ids:
@@ -914,6 +1039,37 @@ def _blob_refs(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for v in value:
             yield from _blob_refs(v)
+
+
+def _text(note: Any) -> Any:
+    """A note as TEXT SQLite accepts: a lone surrogate (from a server's message) kept as its
+    escape rather than failing the whole transaction."""
+    if isinstance(note, str) and not note.isascii():
+        try:
+            note.encode("utf-8")
+        except UnicodeEncodeError:
+            return note.encode("utf-8", "backslashreplace").decode("utf-8")
+    return note
+
+
+def _chain_texts(data: Any) -> tuple[str, str]:
+    """(what the chain hashes, what is stored) for an event's data: both its canonical JSON,
+    except that a lone surrogate is stored as its escape (SQLite TEXT must be UTF-8) while the
+    hash stays over the canonical text that :meth:`Journal.audit` recomputes."""
+    text = canonical(data)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text, json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return text, text
+
+
+def _row_state(r: tuple) -> dict:
+    """:func:`_action_state` of a row tuple in ``_ACTION_COLS`` order."""
+    return {"seq": r[2], "server": r[3], "tool": r[4], "class": r[5], "key": r[7], "args": r[8], "status": r[15],
+            "prior": r[9], "snapshot": r[10], "result": r[11], "inverse": r[12], "verify": r[13], "post": r[14],
+            "by": r[17], "used_by": r[20], "decision": r[19]}
 
 
 def _action_state(a: ActionRow) -> dict:

@@ -1,8 +1,22 @@
-"""Policies: the model, the YAML loader (FILE:LINE:COL errors), the matcher and references."""
+"""Policies: the model, the YAML loader (FILE:LINE:COL errors), the matcher and references.
 
-from synartesis.policy.loader import load_policy, parse_policy
+The loader (and PyYAML) and the references are imported only when one of their names is used,
+so the proxy can load a compiled policy (:mod:`synartesis.policy.cache`) without them.
+"""
+
+from typing import Any
+
 from synartesis.policy.model import CLASSES, GATES, CallTemplate, Policy, Rule, ServerSpec
-from synartesis.policy.refs import RefError, resolve_template
 
-__all__ = ["load_policy", "parse_policy", "Policy", "Rule", "ServerSpec", "CallTemplate",
-           "CLASSES", "GATES", "RefError", "resolve_template"]
+__all__ = ["CLASSES", "GATES", "CallTemplate", "Policy", "RefError", "Rule", "ServerSpec", "load_policy",
+           "parse_policy", "resolve_template"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("load_policy", "parse_policy"):
+        from synartesis.policy import loader
+        return getattr(loader, name)
+    if name in ("RefError", "resolve_template"):
+        from synartesis.policy import refs
+        return getattr(refs, name)
+    raise AttributeError(f"module 'synartesis.policy' has no attribute {name!r}")

@@ -27,12 +27,13 @@ from synartesis.policy.model import (
     pattern_regex,
 )
 from synartesis.policy.refs import RefSyntaxError, references
+from synartesis.policy.source import decode_policy, read_policy_bytes
 
 __all__ = ["load_policy", "parse_policy"]
 
 _TOP_KEYS = {"version", "servers", "tools", "production_patterns"}
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note"}
-_RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note"}
+_RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
 _PROVENANCE = ("live", "documented")
 
@@ -141,17 +142,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
             always with ``FILE:LINE:COL:`` where a position exists.
     """
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise PolicyError(f"there is no policy at {p}; run `synartesis install` or `synartesis init`, or pass --manifest") from None
-    except OSError as exc:
-        raise PolicyError(f"the policy at {p} could not be read: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"the policy is not UTF-8 text (byte {exc.start})", str(p)) from None
-    return parse_policy(text, str(p))
+    return parse_policy(decode_policy(read_policy_bytes(p), str(p)), str(p))
 
 
 def parse_policy(text: str, filename: str = "synartesis.yaml") -> Policy:
@@ -378,8 +369,29 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
                 if not snapshot:
                     raise loc.error(where, "this inverse reads $snapshot, so a snapshot must be declared")
     del uses_snapshot
+    post_state = None
+    if "post_state" in raw:
+        post_state = _post_state(loc, raw["post_state"], path + ("post_state",), snapshot, verify)
     return Rule(match=match, cls=cls, gate=gate, snapshot=snapshot, inverse=inverse, verify=verify,
-                when=when, sql_arg=sql_arg, note=note, index=i)
+                when=when, sql_arg=sql_arg, note=note, index=i, post_state=post_state)
+
+
+def _post_state(loc: _Located, value: Any, path: tuple, snapshot: CallTemplate | None,
+                verify: CallTemplate | None) -> Any:
+    """``post_state``: what the rule's read (its snapshot or verify) returns right after the
+    call, as a template over ``$.``, ``$result.`` and (with a snapshot) ``$snapshot.`` (e.g.
+    ``{content: "$.content"}`` for a
+    ``write_file``); the proxy stores it instead of reading back (marked "declared")."""
+    if snapshot is None and verify is None:
+        raise loc.error(path, "post_state replaces the read after the call, so the rule needs a snapshot or a verify read")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise loc.error(path, "post_state must be a reference such as \"$.content\" or a mapping of them")
+    allowed = ("args", "result", "snapshot") if snapshot is not None else ("args", "result")
+    for ref, ns, where in _refs(loc, value, path):
+        if ns not in allowed:
+            raise loc.error(where, f"{ref} uses ${ns}, which is not available here; allowed: "
+                            + ", ".join({"args": "$.", "result": "$result.", "snapshot": "$snapshot."}[n] for n in allowed))
+    return value
 
 
 def _refs(loc: _Located, template: Any, path: tuple) -> list[tuple[str, str, tuple]]:

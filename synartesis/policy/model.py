@@ -112,6 +112,7 @@ class Rule:
     note: str | None = None
     index: int = -1
     matched: bool = True
+    post_state: Any = None  # what the read returns right after the call (a template), if declared
 
     def applies(self, qualified: str, args: Any) -> bool:
         """True when this rule's pattern matches ``server.tool`` and its ``when`` holds."""
@@ -199,7 +200,9 @@ class Policy:
         """
         qualified = f"{server}.{tool}"
         if server in self.servers:
-            cache = self.__dict__.setdefault("_ordered", self.ordered_rules())
+            cache = self.__dict__.get("_ordered")
+            if cache is None:  # sorted once: rule_for runs on every call
+                cache = self.__dict__["_ordered"] = self.ordered_rules()
             for rule in cache:
                 if rule.applies(qualified, args):
                     return rule

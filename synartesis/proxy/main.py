@@ -1,13 +1,19 @@
-"""``synartesis proxy``: argument parsing and start-up (standard library + PyYAML only).
+"""``synartesis proxy``: argument parsing and start-up (standard library only on a warm start).
 
 Forms:
 - ``synartesis proxy --server NAME [--manifest P] [--journal P] [options] -- CMD ARGS…``
   (what ``install`` writes into client configs): one server, the command after ``--``.
 - ``synartesis proxy [--manifest P] [--journal P] [--server NAME]``: start the policy's
-  server (``servers.NAME.command/args``); with one server in the policy NAME may be omitted.
+  server (``servers.NAME.command/args``); with two or more servers in the policy and no NAME,
+  every one of them, with ``SERVER__tool`` names.
+
+Start-up order, because every client launch pays it for every server: the server is spawned
+first (its own start-up, hundreds of milliseconds for ``node``, overlaps ours); then the policy
+is loaded through the compiled cache (no PyYAML on a warm start); the journal is opened at the
+first ``tools/call``, not before; no asyncio, no event loop.
 
 Exit codes: the child's exit code once running; 2 for usage and policy errors; 1 when the
-journal or the server cannot be started.
+server cannot be started.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["main", "USAGE"]
+__all__ = ["USAGE", "main", "parse_args", "parse_call_timeout"]
 
 USAGE = """usage: synartesis proxy --server NAME [--manifest P] [--journal P] [options] -- COMMAND [ARGS...]
        synartesis proxy [--server NAME] [--manifest P] [--journal P] [options]
@@ -24,7 +30,8 @@ options:
   --server NAME              the policy's name for this server (also the name clients use)
   --manifest P               the policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml)
   --journal P                the journal (default: journal.db beside the policy)
-  --call-timeout S           seconds to wait for a forwarded call before recording it unknown (default: wait)
+  --call-timeout S           seconds to wait for a forwarded call before answering that its outcome is
+                             unknown (default: 600, or $SYNARTESIS_CALL_TIMEOUT; 0 or none: wait for ever)
   --read-timeout S           seconds to wait for a pre-read (default: 30)
   --max-snapshot-bytes N     refuse writes whose prior state is larger (default: 8388608, or $SYNARTESIS_MAX_SNAPSHOT_BYTES)
   --log-level L              debug, info, warn, error, silent (default: info)
@@ -73,38 +80,32 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return opts, []
 
 
-def _serve_policy(policy, policy_path, opts, call_timeout, read_timeout, cap) -> int:
-    """The policy form with two or more servers (``SERVER__tool`` names)."""
-    import asyncio
+def parse_call_timeout(value: str | None) -> float | None:
+    """``--call-timeout`` / ``SYNARTESIS_CALL_TIMEOUT``: seconds (default 600); ``0`` or ``none``
+    waits for ever (None).
 
-    from synartesis.errors import JournalError
-    from synartesis.journal import Journal
-    from synartesis.log import log
-    from synartesis.paths import Env, locate_journal
-    from synartesis.proxy.multi import MultiProxy, ServerLaunch
-    from synartesis.proxy.relay import ProxyOptions
-    from synartesis.undo.launch import expand_env
+    Raises:
+        ValueError: not a number, or negative.
+    """
+    from synartesis.proxy.engine import DEFAULT_CALL_TIMEOUT
+    if value is None or not value.strip():
+        return DEFAULT_CALL_TIMEOUT
+    if value.strip().lower() in ("none", "never", "inf", "infinite"):
+        return None
+    seconds = float(value)
+    if seconds != seconds or seconds < 0:
+        raise ValueError(f"the call timeout must be 0 or more seconds, not {value}")
+    return None if seconds == 0 or seconds == float("inf") else seconds
 
-    launches = []
-    for name, spec in policy.servers.items():
-        if not spec.command:
-            return _fail(f"server {name} has no command in {policy_path}; the policy form starts every server", 2)
-        env = dict(os.environ)
-        env.update({k: expand_env(v, os.environ) for k, v in spec.env.items()})
-        launches.append(ServerLaunch(name, spec.command, list(spec.args), env, spec.cwd))
-        log("info", "policy", path=str(policy_path), server=name, provenance=spec.provenance or "no claim")
-    try:
-        journal = Journal.open(locate_journal(Env.current(), policy_path, opts.get("journal")), create=True)
-    except JournalError as exc:
-        return _fail(str(exc), 1)
-    proxy = MultiProxy(launches, policy, journal,
-                       ProxyOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap))
-    try:
-        return asyncio.run(proxy.run())
-    except Exception as exc:
-        return _fail(str(exc), 1)
-    finally:
-        journal.close()
+
+def _options(opts: dict[str, str]):
+    from synartesis.proxy.engine import EngineOptions
+    call_timeout = parse_call_timeout(opts.get("call-timeout", os.environ.get("SYNARTESIS_CALL_TIMEOUT")))
+    read_timeout = float(opts.get("read-timeout", "30"))
+    cap = int(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or 8 * 1024 * 1024)
+    if not read_timeout > 0 or cap <= 0:
+        raise ValueError("the read timeout and the snapshot cap must be positive")
+    return EngineOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap)
 
 
 def main(argv: list[str]) -> int:
@@ -116,30 +117,26 @@ def main(argv: list[str]) -> int:
     if "help" in opts:
         sys.stdout.write(USAGE)
         return 0
+    popen = None
+    if command and opts.get("server") and "." not in opts["server"] and "__" not in opts["server"]:
+        # Early spawn, before anything else is imported or read: the server's start-up overlaps
+        # ours. It reads nothing until we relay the client's first frame; if the options or the
+        # policy turn out bad it is stopped unheard.
+        from synartesis.errors import UpstreamError
+        from synartesis.proxy.spawn import spawn_server
+        try:
+            popen = spawn_server(command[0], command[1:])
+        except UpstreamError as exc:
+            return _fail(str(exc), 1)
     from synartesis import log as logmod
     try:
         if "log-level" in opts:
             logmod.set_level(opts["log-level"])
-        call_timeout = float(opts["call-timeout"]) if "call-timeout" in opts else None
-        read_timeout = float(opts.get("read-timeout", "30"))
-        cap = int(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or 8 * 1024 * 1024)
-        if (call_timeout is not None and call_timeout <= 0) or read_timeout <= 0 or cap <= 0:
-            raise ValueError("timeouts and the snapshot cap must be positive")
+        options = _options(opts)
     except ValueError as exc:
-        return _fail(f"bad option value: {exc}", 2)
-
-    popen = None
-    if command and opts.get("server") and "." not in opts["server"] and "__" not in opts["server"]:
-        # Early spawn: start the server now, so its start-up overlaps ours (loading the policy,
-        # opening the journal, importing asyncio). It reads nothing until we relay the
-        # client's first frame; if the policy turns out malformed it is stopped unheard.
-        from synartesis.errors import UpstreamError
-        from synartesis.proxy.spawn import popen_server
-        try:
-            popen = popen_server(command[0], command[1:], capture_stderr=False)
-        except UpstreamError as exc:
-            return _fail(str(exc), 1)
-    code = _run(opts, command, popen, call_timeout, read_timeout, cap)
+        code = _fail(f"bad option value: {exc}", 2)
+    else:
+        code = _run(opts, command, popen, options)
     if popen is not None and popen.poll() is None:
         _stop(popen)
     return code
@@ -162,14 +159,11 @@ def _stop(popen) -> None:
             pass
 
 
-def _run(opts, command, popen, call_timeout, read_timeout, cap) -> int:
-    import asyncio
-
+def _run(opts, command, popen, options) -> int:
     from synartesis import log as logmod
-    from synartesis.errors import JournalError, PolicyError
-    from synartesis.journal import Journal
+    from synartesis.errors import PolicyError
     from synartesis.paths import Env, locate_journal, locate_policy
-    from synartesis.policy import load_policy
+    from synartesis.policy.cache import cache_path, load_policy_cached
 
     env = Env.current()
     if command and "manifest" not in opts:
@@ -180,21 +174,23 @@ def _run(opts, command, popen, call_timeout, read_timeout, cap) -> int:
         policy_path = synartesis_home(env) / POLICY_FILENAME
     else:
         policy_path = locate_policy(env, opts.get("manifest"))
+    journal_path = locate_journal(env, policy_path, opts.get("journal"))
     policy = None
     note = None
     if policy_path.exists() or "manifest" in opts:
         try:
-            policy = load_policy(policy_path)
+            policy = load_policy_cached(policy_path, journal_path.parent)
         except PolicyError as exc:
             return _fail(f"{exc} (a malformed policy never runs; fix it, then restart the client)", 2)
     else:
         note = f"there is no policy at {policy_path}, so every tool is held"
+    protected = [str(cache_path(policy_path, journal_path.parent))]
     server = opts.get("server")
     if not command:
         if policy is None:
             return _fail(f"no server command after -- and no policy at {policy_path}", 2)
         if server is None and len(policy.servers) >= 2:
-            return _serve_policy(policy, policy_path, opts, call_timeout, read_timeout, cap)
+            return _serve_policy(policy, policy_path, journal_path, options, protected)
         if server is None:
             server = next(iter(policy.servers))
         spec = policy.servers.get(server)
@@ -213,24 +209,56 @@ def _run(opts, command, popen, call_timeout, read_timeout, cap) -> int:
                note=note)
     if note:
         logmod.log("warn", note)
-    journal_path = locate_journal(env, policy_path, opts.get("journal"))
-    try:
-        journal = Journal.open(journal_path, create=True)
-    except JournalError as exc:
-        return _fail(str(exc), 1)
-
-    from synartesis.proxy.relay import Proxy, ProxyOptions
     if popen is None and policy is not None and server in policy.servers and policy.servers[server].env:
         # the policy form starts the server itself: its env references are expanded now
-        from synartesis.undo.launch import expand_env
+        from synartesis.expand import expand_env
         os.environ.update({k: expand_env(v, os.environ) for k, v in policy.servers[server].env.items()
                            if k not in os.environ})
-    proxy = Proxy(server, command[0], command[1:], policy, journal,
-                  ProxyOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap),
-                  policy_note=note, popen=popen)
+
+    from synartesis.errors import UpstreamError
+    from synartesis.proxy.downstream import StdioDownstream
+    from synartesis.proxy.engine import Engine
+    from synartesis.proxy.stdio import StdioUpstream
     try:
-        return asyncio.run(proxy.run())
-    except Exception as exc:  # UpstreamError from spawn, etc.
+        if popen is not None:
+            upstream = StdioUpstream(popen, server)
+        else:
+            upstream = StdioUpstream.spawn(command[0], command[1:], capture_stderr=False, die_with_parent=False,
+                                           label=server)
+    except UpstreamError as exc:
         return _fail(str(exc), 1)
-    finally:
-        journal.close()
+    downstream = StdioDownstream()
+    engine = Engine(server, upstream, downstream.send, policy=policy, journal_path=journal_path, options=options,
+                    launch={"command": command[0], "args": command[1:], "cwd": os.getcwd()}, policy_note=note,
+                    protected=protected)
+    try:
+        return engine.serve(downstream)
+    except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
+        return _fail(str(exc), 1)
+
+
+def _serve_policy(policy, policy_path, journal_path, options, protected) -> int:
+    """The policy form with two or more servers (``SERVER__tool`` names)."""
+    from synartesis.errors import UpstreamError
+    from synartesis.expand import expand_env
+    from synartesis.log import log
+    from synartesis.proxy.downstream import StdioDownstream
+    from synartesis.proxy.multi import MultiEngine, ServerLaunch
+
+    launches = []
+    for name, spec in policy.servers.items():
+        if not spec.command:
+            return _fail(f"server {name} has no command in {policy_path}; the policy form starts every server", 2)
+        env = dict(os.environ)
+        env.update({k: expand_env(v, os.environ) for k, v in spec.env.items()})
+        launches.append(ServerLaunch(name, spec.command, list(spec.args), env, spec.cwd))
+        log("info", "policy", path=str(policy_path), server=name, provenance=spec.provenance or "no claim")
+    downstream = StdioDownstream()
+    engine = MultiEngine(launches, downstream.send, policy=policy, journal_path=journal_path, options=options,
+                         protected=protected)
+    try:
+        return engine.serve(downstream)
+    except UpstreamError as exc:
+        return _fail(str(exc), 1)
+    except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
+        return _fail(str(exc), 1)

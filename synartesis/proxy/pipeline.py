@@ -1,25 +1,31 @@
 """The ``tools/call`` pipeline (DESIGN §3; reference-spec §4.5 with its defects fixed).
 
+Synchronous code run on the engine's ordered lane (or, for a plain read with nothing ahead of
+it, on the client reader): it blocks on the server through its :class:`CallHost` and knows
+nothing of the transport, the threads or the client connection.
+
 1. Resolve the rule for ``server.tool`` (fail closed: no rule → irreversible, gated).
 2. Pins: a server whose tool shapes moved refuses every call.
 3. Gate: a recent denial of this exact call is told to the agent (who, why); an unused
    approval is spent; otherwise the call is held (reusing a waiting twin) and refused at once.
-4. Record the action (next seq of the run).
+4. Record the action (next seq of the run) with the pre-read, in one transaction.
 5. Snapshot: the pre-read; ``absent_when`` tells absence from failure; any other failure, a
    payload over the size cap or a lossy read (``refuse_when``) refuses the write.
    Absence where the inverse needs the snapshot holds the call for approval.
 6. Forward the original bytes; a JSON-RPC error or ``isError`` → ``failed``.
-7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``) → ``applied``.
+7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``), or the
+   policy's declared ``post_state``, and mark it ``applied`` in one transaction.
 8. Timeout, disconnect or cancellation after the request was written → ``unknown``.
+
+A plain read (readonly, nothing to capture) is forwarded at once and journalled by the engine's
+journal thread when its answer has been forwarded: nothing but forwarding is on its path.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from synartesis.canonical import canonical
 from synartesis.errors import JournalError
@@ -27,39 +33,30 @@ from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
 from synartesis.policy.refs import RefError, resolve_template
 from synartesis.policy.sqlgate import should_gate
+from synartesis.proxy.call import SURROGATE_REFUSAL, CallContext, is_plain_read, lone_surrogate, tool_result
+from synartesis.proxy.framing import PREVIEW, LazyFrame
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
-from synartesis.proxy.upstream import RequestFailed
+from synartesis.proxy.transport import RequestFailed
 
-if TYPE_CHECKING:
-    from synartesis.proxy.relay import Proxy
-
-__all__ = ["CallContext", "handle_call", "ReadOutcome", "run_read", "GATE_PREFIX"]
+__all__ = ["DECLARED_NOTE", "GATE_PREFIX", "CallContext", "CallHost", "ReadOutcome", "classify_read", "handle_call",
+           "is_plain_read", "read_record", "resolve_call", "run_read", "run_read_sync", "tool_result"]
 
 GATE_PREFIX = "Synartesis is holding this call for approval"
 IRREVERSIBLE = "this action cannot be undone"
+READ_RESULT_WHOLE = 1024
+#: the note on an action whose post-state came from the policy's ``post_state``, not a read
+DECLARED_NOTE = "post-state declared by the policy (post_state), not read back"
 
 
-@dataclass
-class CallContext:
-    """One client ``tools/call`` request as it moves through the pipeline."""
-
-    line: bytes
-    msg: dict
-    id_key: str
-    forwarded: bool = False
-    cancelled: bool = False
-    response: asyncio.Future | None = None
-    action_id: str | None = None
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass
 class ReadOutcome:
     """A pre-read, post-read or drift read: ``present`` (with payload), ``absent`` or ``failed``."""
 
-    kind: str
-    payload: Any = None
-    reason: str = ""
+    __slots__ = ("kind", "payload", "reason")
+
+    def __init__(self, kind: str, payload: Any = None, reason: str = "") -> None:
+        self.kind = kind
+        self.payload = payload
+        self.reason = reason
 
     def observation(self) -> dict | None:
         """``{"present": true, "value": …}`` / ``{"present": false}``; None when failed."""
@@ -69,21 +66,40 @@ class ReadOutcome:
             return {"present": False}
         return None
 
+    def __repr__(self) -> str:
+        return f"ReadOutcome({self.kind!r}, reason={self.reason!r})"
 
-async def run_read(request: Any, read: dict, *, timeout: float | None, max_bytes: int,
-                   meta: dict | None = None) -> ReadOutcome:
-    """Run a resolved read ``{"server","tool","args","absent_when"?,"refuse_when"?}``.
 
-    ``request`` is an awaitable factory ``(method, params, timeout, meta) -> result``
-    (a :class:`Child`'s ``request``). Used by the proxy and by undo, so both classify a read
-    the same way. Payloads larger than ``max_bytes`` (UTF-8 of compact JSON) fail: a write
-    whose prior state cannot be kept is refused rather than risked (FINDINGS §5).
-    """
-    try:
-        result = await request("tools/call", {"name": read["tool"], "arguments": read.get("args", {})},
-                               timeout=timeout, meta=meta)
-    except RequestFailed as exc:
-        return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} failed: {exc.message}")
+class CallHost(Protocol):
+    """What the pipeline needs from the engine that runs it (no transport, no threads)."""
+
+    journal: Any  # synartesis.journal.Journal, opened on first use
+    call_timeout: float | None
+
+    def route(self, exposed: str) -> tuple[str, str]: ...
+    def policy_rule(self, server: str, tool: str, args: Any) -> Rule: ...
+    def ensure_run(self) -> str: ...
+    def next_seq(self) -> int: ...
+    def pin_problem(self, server: str) -> str | None: ...
+    def protected_paths(self) -> list[str]: ...
+    def reply_error_result(self, ctx: CallContext, text: str) -> None: ...
+    def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None: ...
+    def forward(self, ctx: CallContext, *, wait: bool) -> bool: ...
+    def forward_read(self, ctx: CallContext, run_id: str, server: str, tool: str, rule: str | None,
+                     args: Any) -> None: ...
+    def await_answer(self, ctx: CallContext) -> Any: ...
+    def report_timeout(self, ctx: CallContext) -> None: ...
+    def read(self, read: dict) -> ReadOutcome: ...
+    def record_read(self, item: dict) -> None: ...
+
+
+# -- reads: one classification for the proxy and for undo ---------------------------------
+def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
+    """What a read's ``result`` (or the :class:`RequestFailed` it raised) says about the
+    resource. Payloads larger than ``max_bytes`` (UTF-8 of canonical JSON) fail: a write
+    whose prior state cannot be kept is refused rather than risked (FINDINGS §5)."""
+    if isinstance(result, RequestFailed):
+        return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} failed: {result.message}")
     if is_error(result):
         text = error_text(result)
         phrases = read.get("absent_when") or []
@@ -106,6 +122,31 @@ async def run_read(request: Any, read: dict, *, timeout: float | None, max_bytes
                 f"(it contains {phrase!r}, e.g. a binary file read as text), so restoring it would "
                 "corrupt it; the write is refused"))
     return ReadOutcome("present", payload=value)
+
+
+def _read_params(read: dict) -> dict:
+    return {"name": read["tool"], "arguments": read.get("args", {})}
+
+
+def run_read_sync(request: Any, read: dict, *, timeout: float | None, max_bytes: int,
+                  meta: dict | None = None) -> ReadOutcome:
+    """Run a resolved read ``{"server","tool","args","absent_when"?,"refuse_when"?}`` with a
+    blocking ``request(method, params, timeout=, meta=) -> result`` (an Upstream's)."""
+    try:
+        result = request("tools/call", _read_params(read), timeout=timeout, meta=meta)
+    except RequestFailed as exc:
+        result = exc
+    return classify_read(read, result, max_bytes)
+
+
+async def run_read(request: Any, read: dict, *, timeout: float | None, max_bytes: int,
+                   meta: dict | None = None) -> ReadOutcome:
+    """:func:`run_read_sync` for an awaitable ``request`` (the CLI's async façade; undo)."""
+    try:
+        result = await request("tools/call", _read_params(read), timeout=timeout, meta=meta)
+    except RequestFailed as exc:
+        result = exc
+    return classify_read(read, result, max_bytes)
 
 
 def resolve_call(template: CallTemplate, scope: dict) -> dict:
@@ -145,9 +186,6 @@ def _uses_snapshot(rule: Rule) -> bool:
     return any(ns == "snapshot" for call in rule.inverse for _, ns in references(call.args))
 
 
-READ_RESULT_WHOLE = 1024
-
-
 def cap_result(result: Any) -> Any:
     """A read's result as journalled: whole up to 1 KiB, else its size, SHA-256 and a preview.
 
@@ -161,7 +199,44 @@ def cap_result(result: Any) -> Any:
     import hashlib
     data = text.encode("utf-8", "surrogatepass")
     return {"synartesisDigest": True, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "preview": text[:512]}
+            "preview": text[:PREVIEW]}
+
+
+def read_record(item: dict) -> dict:
+    """A plain read's journal record completed from its answer (on the journal thread).
+
+    ``item`` holds ``run, server, tool, rule, args, seq`` and either ``status``/``note`` (it
+    never got an answer) or ``answer`` (the server's response: a dict or a
+    :class:`~synartesis.proxy.framing.LazyFrame`, whose result over 1 KiB is digested from its
+    bytes without being parsed).
+    """
+    if "answer" not in item:
+        return item
+    msg = item.pop("answer")
+    if isinstance(msg, LazyFrame):
+        if "error" in msg:
+            return {**item, "status": "failed", "note": f"the server answered with an error: {_error_message(msg.member('error'))}"}
+        if msg.result_size() <= READ_RESULT_WHOLE:
+            msg = {"result": msg.result()}
+            return read_record({**item, "answer": msg})
+        digest = msg.result_digest() or {}
+        if digest.pop("isError", False):
+            return {**item, "status": "failed", "note": f"the server refused the call: {digest.get('preview', '')[:500]}",
+                    "result": digest}
+        return {**item, "status": "applied", "result": digest}
+    if not isinstance(msg, dict):
+        return {**item, "status": "unknown", "note": "the server's answer was not JSON-RPC"}
+    if "error" in msg:
+        return {**item, "status": "failed", "note": f"the server answered with an error: {_error_message(msg.get('error'))}"}
+    result = msg.get("result")
+    if is_error(result):
+        return {**item, "status": "failed", "note": f"the server refused the call: {error_text(result)}",
+                "result": cap_result(result)}
+    return {**item, "status": "applied", "result": cap_result(result)}
+
+
+def _error_message(err: Any) -> Any:
+    return err.get("message") if isinstance(err, dict) else err
 
 
 def touches_own_files(args: Any, protected: list[str]) -> str | None:
@@ -197,151 +272,157 @@ def touches_own_files(args: Any, protected: list[str]) -> str | None:
     return None
 
 
-def tool_result(text: str, modern: bool) -> dict:
-    """A CallToolResult with ``isError: true`` that the model can read and relay."""
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
-    if modern:
-        result["resultType"] = "complete"
-    return result
-
-
-async def handle_call(proxy: "Proxy", ctx: CallContext) -> None:
-    """Run one ``tools/call`` through the pipeline; always answers the client exactly once."""
-    params = ctx.msg.get("params") if isinstance(ctx.msg.get("params"), dict) else {}
-    exposed = params.get("name")
+def handle_call(host: CallHost, ctx: CallContext) -> None:
+    """Run one ``tools/call`` through the pipeline; the client gets exactly one answer (from
+    the server, forwarded by the engine, or from us)."""
+    params = ctx.msg.get("params")
+    exposed = params.get("name") if isinstance(params, dict) else None
+    if not isinstance(exposed, str):
+        # issue 9: "params": null (or no tool name) used to be forwarded, and servers that
+        # drop invalid requests never answered; a call we cannot classify is not sent
+        host.reply_protocol_error(ctx, -32602, "Invalid params: tools/call needs params with a tool name "
+                                  "(a string) and arguments (an object)")
+        return
     args = params.get("arguments")
     args = {} if args is None else args
-    if not isinstance(exposed, str):
-        await proxy.forward_to_child(ctx)  # malformed: let the server answer as it would
+    if lone_surrogate(ctx.line, params):
+        log("warn", "refused a tools/call holding a lone surrogate", tool=repr(exposed))
+        host.reply_error_result(ctx, SURROGATE_REFUSAL)
         return
-    server, tool = proxy.route(exposed)
-    rule = proxy.policy_rule(server, tool, args)
-    qualified = f"{server}.{tool}"
-    j = proxy.journal
-    run_id = proxy.ensure_run()
-
     try:
-        # 2. pins
-        pin_problem = await proxy.pin_problem(server)
-        if pin_problem:
-            action = j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
-                                     status="pending")
-            j.mark_failed(action.id, pin_problem)
-            await proxy.reply_error_result(ctx, pin_problem)
-            return
-
-        # 3. gate
-        wants_gate = rule.gate == "always" or (rule.gate == "on_write" and should_gate(args, rule.sql_arg))
-        own = touches_own_files(args, proxy.protected_paths()) if rule.cls != "readonly" else None
-        action = None
-        if wants_gate or own:
-            why = own or (IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
-            action = await _pass_gate(proxy, ctx, server, tool, rule, args, run_id, why)
-            wants_gate = True
-            if action is None:
-                return
-        # fast path: a read with nothing to capture is forwarded first and journalled while the
-        # server works, so journalling adds nothing to its latency
-        if action is None and rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
-            fut = await proxy.forward_to_child(ctx)
-            read = {"run": run_id, "server": server, "tool": tool, "rule": rule.match if rule.matched else None,
-                    "args": args, "seq": proxy.next_seq()}
-            if fut is None:
-                proxy.record_read({**read, "status": "failed", "note": f"{server} is not running, so the call was never sent"})
-                await proxy.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
-                return
-            proxy.track(asyncio.ensure_future(_settle_read(proxy, fut, read)))
-            return
-        approved = wants_gate
-        rule_name = rule.match if rule.matched else None
-        # 5. snapshot (taken before the row is written, so both land in one transaction; a
-        # write is recorded, with the state it will replace, before it is sent)
-        snapshot_out: ReadOutcome | None = None
-        read: dict | None = None
-        if rule.snapshot is not None:
-            try:
-                read = resolve_call(rule.snapshot, {"args": args})
-            except RefError as exc:
-                read, snapshot_out = None, ReadOutcome("failed", reason=f"its pre-read could not be built from the arguments: {exc}")
-            else:
-                snapshot_out = await proxy.read(read)
-            if snapshot_out.kind == "failed":
-                if action is None:
-                    action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
-                ctx.action_id = action.id
-                return await _refuse_failed(proxy, ctx, action.id, qualified, snapshot_out.reason)
-            prior = "captured" if snapshot_out.kind == "present" else "absent"
-            verify = {k: v for k, v in read.items() if k != "refuse_when"}
-            if prior == "absent" and _uses_snapshot(rule) and not approved:
-                # nothing to restore: held like an irreversible call (the waiting row is reused)
-                reason = ("nothing was captured to restore, so this cannot be undone — the read said: "
-                          f"{snapshot_out.reason}")
-                action = await _pass_gate(proxy, ctx, server, tool, rule, args, run_id, reason)
-                if action is None:
-                    return
-                approved = True
-            if action is None:
-                action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, prior=prior,
-                                         snapshot=snapshot_out.payload, verify=verify)
-            else:
-                j.set_prior(action.id, prior, snapshot_out.payload if prior == "captured" else None, verify)
-        elif action is None:
-            action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
-        ctx.action_id = action.id
-        # the inverse must be buildable before the call is sent (its $result part is checked
-        # after); an inverse that can never resolve would turn a reversible write into a
-        # permanent one, so the call is held instead
-        if rule.inverse and not approved and not (snapshot_out is not None and snapshot_out.kind == "absent"):
-            broken = _inverse_problem(rule, args, snapshot_out.payload if snapshot_out is not None else None)
-            if broken:
-                j.mark_failed(action.id, f"held: {broken}")
-                if await _pass_gate(proxy, ctx, server, tool, rule, args, run_id, broken) is None:
-                    return
-        # 6. forward
-        if ctx.cancelled:
-            j.mark_failed(action.id, "the client cancelled the call before it was sent")
-            return
-        fut = await proxy.forward_to_child(ctx)
-        if fut is None:  # could not be written: certainly not applied
-            j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
-            await proxy.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
-            return
-        if rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
-            proxy.track(asyncio.ensure_future(_settle(proxy, ctx, fut, action.id, rule, args, None, None)))
-            return
-        await _settle(proxy, ctx, fut, action.id, rule, args, snapshot_out, read)
+        server, tool = host.route(exposed)
+    except LookupError as exc:
+        host.reply_protocol_error(ctx, -32602, str(exc))
+        return
+    rule = host.policy_rule(server, tool, args)
+    qualified = f"{server}.{tool}"
+    try:
+        run_id = host.ensure_run()
+        j = host.journal
     except JournalError as exc:
         log("error", "journal failed; the call was not sent", error=str(exc), tool=qualified)
+        host.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+        return
+    try:
+        _pipeline(host, ctx, j, run_id, server, tool, qualified, rule, args)
+    except JournalError as exc:
+        log("error", "journal failed; the call was not sent" if not ctx.forwarded
+            else "journal failed after the call was sent", error=str(exc), tool=qualified)
         if not ctx.forwarded:
-            await proxy.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+            host.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
 
 
-async def _pass_gate(proxy: "Proxy", ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
-                     run_id: str, why: str):
-    j = proxy.journal
+def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str, tool: str,
+              qualified: str, rule: Rule, args: Any) -> None:
+    rule_name = rule.match if rule.matched else None
+    # 2. pins
+    pin_problem = host.pin_problem(server)
+    if pin_problem:
+        action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, status="failed", note=pin_problem)
+        host.reply_error_result(ctx, pin_problem)
+        return
+
+    # 3. gate
+    wants_gate = rule.gate == "always" or (rule.gate == "on_write" and should_gate(args, rule.sql_arg))
+    own = touches_own_files(args, host.protected_paths()) if rule.cls != "readonly" else None
+    action = None
+    if wants_gate or own:
+        why = own or (IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
+        action = _pass_gate(host, ctx, server, tool, rule, args, run_id, why)
+        wants_gate = True
+        if action is None:
+            return
+    # a plain read is forwarded first and journalled once its answer has gone to the client
+    if action is None and rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
+        host.forward_read(ctx, run_id, server, tool, rule_name, args)
+        return
+    approved = wants_gate
+    # 5. snapshot (taken before the row is written, so both land in one transaction: a write
+    # is recorded, with the state it will replace, before it is sent)
+    snapshot_out: ReadOutcome | None = None
+    read: dict | None = None
+    if rule.snapshot is not None:
+        try:
+            read = resolve_call(rule.snapshot, {"args": args})
+        except RefError as exc:
+            read, snapshot_out = None, ReadOutcome("failed", reason=f"its pre-read could not be built from the arguments: {exc}")
+        else:
+            snapshot_out = host.read(read)
+        if snapshot_out.kind == "failed":
+            reason = snapshot_out.reason
+            note = f"write blocked: {reason}"
+            if action is None:
+                action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, status="failed", note=note)
+            else:
+                j.mark_failed(action.id, note)
+            ctx.action_id = action.id
+            log("error", "write blocked: snapshot failed", action=action.id, tool=qualified, reason=reason)
+            host.reply_error_result(ctx, f"Synartesis blocked {qualified} and did not send it: {reason}.")
+            return
+        prior = "captured" if snapshot_out.kind == "present" else "absent"
+        verify = {k: v for k, v in read.items() if k != "refuse_when"} if read is not None else None
+        if prior == "absent" and _uses_snapshot(rule) and not approved:
+            # nothing to restore: held like an irreversible call (the waiting row is reused)
+            reason = ("nothing was captured to restore, so this cannot be undone — the read said: "
+                      f"{snapshot_out.reason}")
+            action = _pass_gate(host, ctx, server, tool, rule, args, run_id, reason)
+            if action is None:
+                return
+            approved = True
+        if action is None:
+            action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, prior=prior,
+                                     snapshot=snapshot_out.payload, verify=verify)
+        else:
+            j.set_prior(action.id, prior, snapshot_out.payload if prior == "captured" else None, verify)
+    elif action is None:
+        action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
+    ctx.action_id = action.id
+    # the inverse must be buildable before the call is sent (its $result part is checked
+    # after); an inverse that can never resolve would turn a reversible write into a
+    # permanent one, so the call is held instead
+    if rule.inverse and not approved and not (snapshot_out is not None and snapshot_out.kind == "absent"):
+        broken = _inverse_problem(rule, args, snapshot_out.payload if snapshot_out is not None else None)
+        if broken:
+            j.mark_failed(action.id, f"held: {broken}")
+            if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken) is None:
+                return
+    # 6. forward
+    if not host.forward(ctx, wait=True):  # not written: certainly not applied
+        if ctx.cancelled:  # the client withdrew it while it waited its turn: no answer is due
+            j.mark_failed(action.id, "the client cancelled the call before it was sent")
+            return
+        j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
+        host.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
+        return
+    _settle(host, ctx, action.id, rule, args, snapshot_out, read)
+
+
+def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
+               run_id: str, why: str) -> Any:
+    j = host.journal
     carried = j.take_approval(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
     if carried is not None:
         log("info", "proceeding on an approval", action=carried.id, by=carried.decided_by, tool=f"{server}.{tool}")
         return carried
     denial = j.find_denial(server, tool, args)
     if denial is not None:
-        await proxy.reply_error_result(ctx, _denied_text(denial))
+        host.reply_error_result(ctx, _denied_text(denial))
         return None
     held, reused = j.hold(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args, why)
     log("warn", "awaiting approval", action=held.id, tool=f"{server}.{tool}", reused=reused,
-        approve=_approve_cmd(proxy, held.id))
-    await proxy.reply_error_result(ctx, _held_text(proxy, held.id, held.note or why))
+        approve=_approve_cmd(host, held.id))
+    host.reply_error_result(ctx, _held_text(host, held.id, held.note or why))
     return None
 
 
-def _approve_cmd(proxy: "Proxy", action_id: str) -> str:
+def _approve_cmd(host: CallHost, action_id: str) -> str:
     import shlex
-    return f"{cli_command()} approve {action_id[:8]} --journal {shlex.quote(str(proxy.journal.path))}"
+    return f"{cli_command()} approve {action_id[:8]} --journal {shlex.quote(str(host.journal.path))}"
 
 
-def _held_text(proxy: "Proxy", action_id: str, why: str) -> str:
+def _held_text(host: CallHost, action_id: str, why: str) -> str:
     return (f"{GATE_PREFIX}, because {why}. It was not sent. Action {action_id[:8]} is waiting for a "
-            f"person to approve it. Ask them to run:\n  {_approve_cmd(proxy, action_id)}\n"
+            f"person to approve it. Ask them to run:\n  {_approve_cmd(host, action_id)}\n"
             "then make this exact call again (same tool, same arguments). "
             "Do not try to reach the same result with a different tool.")
 
@@ -353,93 +434,79 @@ def _denied_text(denial: Any) -> str:
             "what they want instead.")
 
 
-async def _refuse_failed(proxy: "Proxy", ctx: CallContext, action_id: str, qualified: str, reason: str) -> None:
-    proxy.journal.mark_failed(action_id, f"write blocked: {reason}")
-    log("error", "write blocked: snapshot failed", action=action_id, tool=qualified, reason=reason)
-    await proxy.reply_error_result(ctx, f"Synartesis blocked {qualified} and did not send it: {reason}.")
-
-
-async def _settle_read(proxy: "Proxy", fut: asyncio.Future, read: dict) -> None:
-    """Wait for a plain read's answer and hand its record to the proxy's reader thread."""
-    try:
-        msg = await proxy.await_response(fut)
-    except RequestFailed as exc:
-        proxy.record_read({**read, "status": "unknown", "note": f"outcome unknown: {exc.message}"})
-        return
-    if msg is None:
-        proxy.record_read({**read, "status": "unknown", "note": "the client cancelled the call after it was sent"})
-        return
-    if "error" in msg:
-        err = msg.get("error") or {}
-        proxy.record_read({**read, "status": "failed", "note": "the server answered with an error: "
-                           f"{err.get('message') if isinstance(err, dict) else err}"})
-        return
-    result = msg.get("result")
-    if is_error(result):
-        proxy.record_read({**read, "status": "failed", "note": f"the server refused the call: {error_text(result)}",
-                           "result": cap_result(result)})
-        return
-    proxy.record_read({**read, "status": "applied", "result": cap_result(result)})
-
-
-async def _settle(proxy: "Proxy", ctx: CallContext, fut: asyncio.Future, action_id: str, rule: Rule,
-                  args: Any, snapshot_out: ReadOutcome | None, read: dict | None) -> None:
+def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: Any,
+            snapshot_out: ReadOutcome | None, read: dict | None) -> None:
     """Wait for the forwarded call's answer and journal its outcome."""
-    j = proxy.journal
+    j = host.journal
     try:
-        outcome = await proxy.await_response(fut)
+        msg = host.await_answer(ctx)
     except RequestFailed as exc:
-        j.mark_unknown(action_id, f"outcome unknown: {exc.message}")
-        log("warn", "outcome unknown", action=action_id, reason=exc.message)
+        try:
+            j.mark_unknown(action_id, f"outcome unknown: {exc.message}")
+            log("warn", "outcome unknown", action=action_id, reason=exc.message)
+        finally:
+            if exc.kind == "timeout":
+                host.report_timeout(ctx)  # journalled first: what the agent is told is on record
         return
-    if outcome is None:  # cancelled by the client after it was sent
+    if msg is None:  # cancelled by the client after it was sent
         j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")
         return
-    msg = outcome
-    try:
-        if "error" in msg:
-            err = msg.get("error") or {}
-            j.mark_failed(action_id, f"the server answered with an error: {err.get('message') if isinstance(err, dict) else err}")
-            return
-        result = msg.get("result")
-        if isinstance(result, dict) and result.get("resultType") == "input_required":
-            # 2026-07-28 multi-round-trip: the server needs input first; nothing was applied.
-            j.mark_failed(action_id, "the server asked for input first (input_required); the client's retry "
-                          "is recorded as its own action", result)
-            return
-        if is_error(result):
-            j.mark_failed(action_id, f"the server refused the call: {error_text(result)}", result)
-            return
-        notes: list[str] = []
-        inverse: list | None = None
-        scope: dict[str, Any] = {"args": args, "result": payload(result)}
-        if snapshot_out is not None and snapshot_out.kind == "present":
-            scope["snapshot"] = snapshot_out.payload
-        if rule.inverse:
-            if snapshot_out is not None and snapshot_out.kind == "absent" and _uses_snapshot(rule):
-                notes.append(f"no prior state existed, so there is nothing to restore: {snapshot_out.reason}")
-            else:
-                try:
-                    inverse = [resolve_call(c, scope) for c in rule.inverse]
-                except RefError as exc:
-                    notes.append(f"inverse could not be resolved: {exc}")
-        verify_read: dict | None = None
-        post: dict | None = None
-        if read is not None:
-            verify_read = {k: v for k, v in read.items() if k != "refuse_when"}
-        elif rule.verify is not None:
+    if isinstance(msg, LazyFrame):
+        msg = msg.parse()
+    if not isinstance(msg, dict):
+        j.mark_unknown(action_id, "outcome unknown: the server's answer was not JSON-RPC")
+        return
+    if "error" in msg:
+        j.mark_failed(action_id, f"the server answered with an error: {_error_message(msg.get('error') or {})}")
+        return
+    result = msg.get("result")
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        # 2026-07-28 multi-round-trip: the server needs input first; nothing was applied.
+        j.mark_failed(action_id, "the server asked for input first (input_required); the client's retry "
+                      "is recorded as its own action", result)
+        return
+    if is_error(result):
+        j.mark_failed(action_id, f"the server refused the call: {error_text(result)}", result)
+        return
+    notes: list[str] = []
+    inverse: list | None = None
+    scope: dict[str, Any] = {"args": args, "result": payload(result)}
+    if snapshot_out is not None and snapshot_out.kind == "present":
+        scope["snapshot"] = snapshot_out.payload
+    if rule.inverse:
+        if snapshot_out is not None and snapshot_out.kind == "absent" and _uses_snapshot(rule):
+            notes.append(f"no prior state existed, so there is nothing to restore: {snapshot_out.reason}")
+        else:
             try:
-                verify_read = resolve_call(rule.verify, scope)
+                inverse = [resolve_call(c, scope) for c in rule.inverse]
             except RefError as exc:
-                notes.append(f"verify read could not be resolved: {exc}")
-        if verify_read is not None and rule.cls != "readonly":
-            observed = await proxy.read(verify_read)
+                notes.append(f"inverse could not be resolved: {exc}")
+    verify_read: dict | None = None
+    post: dict | None = None
+    if read is not None:
+        verify_read = {k: v for k, v in read.items() if k != "refuse_when"}
+    elif rule.verify is not None:
+        try:
+            verify_read = resolve_call(rule.verify, scope)
+        except RefError as exc:
+            notes.append(f"verify read could not be resolved: {exc}")
+    declared = getattr(rule, "post_state", None)
+    info: list[str] = []
+    if verify_read is not None and rule.cls != "readonly":
+        if declared is not None:
+            # the policy says what the read would return now (e.g. write_file's content): no
+            # round trip; undo's drift check reads the resource anyway before it reverts
+            try:
+                post = {"present": True, "value": resolve_template(declared, scope)}
+                info.append(DECLARED_NOTE)
+            except RefError as exc:
+                notes.append(f"the declared post_state could not be resolved, so it was read back: {exc}")
+        if post is None:
+            observed = host.read(verify_read)
             post = observed.observation()
             if post is None:
                 notes.append(f"post-state could not be captured: {observed.reason}")
-        j.mark_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
-                       inverse=inverse, verify=verify_read, post=post, note="; ".join(notes) or None)
-        if notes:
-            log("warn", "applied with reservations", action=action_id, notes=notes)
-    except JournalError as exc:
-        log("error", "journal failed after the call was applied", action=action_id, error=str(exc))
+    j.mark_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
+                   inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
+    if notes:
+        log("warn", "applied with reservations", action=action_id, notes=notes)

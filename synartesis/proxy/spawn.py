@@ -8,14 +8,12 @@ asyncio, SQLite or YAML: the server's own start-up then overlaps ours (PROXY.md 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from typing import Any, Mapping
 
 from synartesis.errors import UpstreamError
 
-__all__ = ["resolve_command", "popen_server"]
+__all__ = ["SpawnedServer", "popen_server", "resolve_command", "spawn_server"]
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -31,13 +29,96 @@ def resolve_command(command: str, env: Mapping[str, str] | None = None) -> str:
     if os.path.dirname(command):
         return command
     path = (env or os.environ).get("PATH")
-    found = shutil.which(command, path=path)
-    return found or command
+    if os.name == "posix":  # shutil.which, without importing shutil on the proxy's start-up path
+        for d in (path if path is not None else os.defpath).split(os.pathsep):
+            candidate = os.path.join(d or ".", command)
+            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+                return candidate
+        return command
+    import shutil  # pragma: no cover - Windows
+    return shutil.which(command, path=path) or command
+
+
+class SpawnedServer:
+    """A server started by :func:`spawn_server`: the part of :class:`subprocess.Popen` the proxy
+    uses (``pid``, ``stdin``, ``stdout``, ``stderr``, ``poll``, ``wait``, ``kill``,
+    ``returncode``), without importing :mod:`subprocess` on the start-up path."""
+
+    stderr = None
+
+    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int) -> None:
+        self.pid = pid
+        self.stdin = open(stdin_fd, "wb", buffering=0)  # noqa: SIM115 - owned by this object
+        self.stdout = open(stdout_fd, "rb", buffering=0)  # noqa: SIM115
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code if the server has exited (negative: killed by that signal), else None."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the server to exit; its exit code.
+
+        Raises:
+            subprocess.TimeoutExpired: still running after ``timeout`` seconds.
+        """
+        import time
+        end = None if timeout is None else time.monotonic() + timeout
+        pause = 0.001
+        while self.poll() is None:
+            if end is not None and time.monotonic() >= end:
+                import subprocess
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        import signal
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def spawn_server(command: str, args: list[str]) -> Any:
+    """Start a server for the proxy as early and as cheaply as possible: ``os.posix_spawn`` with
+    pipes on stdin and stdout, our stderr, our whole environment and working directory, a session
+    of its own, and SIGPIPE back to its default. Elsewhere (Windows), :func:`popen_server`.
+
+    Raises:
+        UpstreamError: the executable could not be started.
+    """
+    if os.name != "posix" or not hasattr(os, "posix_spawn"):  # pragma: no cover
+        return popen_server(command, args, capture_stderr=False)
+    import signal
+    exe = resolve_command(command)
+    r_in, w_in = os.pipe()
+    r_out, w_out = os.pipe()
+    try:
+        pid = os.posix_spawn(exe, [exe, *args], os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, r_in, 0), (os.POSIX_SPAWN_DUP2, w_out, 1)],
+                             setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+    except (OSError, ValueError) as exc:
+        for fd in (r_in, w_in, r_out, w_out):
+            os.close(fd)
+        raise UpstreamError(f"could not start {command}: {exc}") from exc
+    os.close(r_in)
+    os.close(w_out)
+    return SpawnedServer(pid, w_in, r_out)
 
 
 def popen_server(command: str, args: list[str], *, env: Mapping[str, str] | None = None,
                  cwd: str | None = None, capture_stderr: bool = True,
-                 die_with_parent: bool = False) -> subprocess.Popen:
+                 die_with_parent: bool = False) -> Any:
     """Start a server process with pipes on stdin/stdout (synchronous; no event loop needed).
 
     The proxy calls this before it imports or loads anything else, so the server's own start-up
@@ -48,6 +129,7 @@ def popen_server(command: str, args: list[str], *, env: Mapping[str, str] | None
     Raises:
         UpstreamError: the executable could not be started.
     """
+    import subprocess
     full_env = dict(os.environ if env is None else env)
     exe = resolve_command(command, full_env)
     kwargs: dict[str, Any] = {}

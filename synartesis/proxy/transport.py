@@ -16,6 +16,10 @@ Contract every implementation keeps:
   complete the waiting :meth:`Upstream.request` and are never delivered to ``on_message``.
 - **Delivery.** Every other server→client frame goes to ``on_message(original bytes, parsed
   value or None)`` on the upstream's own reader thread, in the order the server sent them.
+  The parsed value may instead be a :class:`synartesis.proxy.framing.LazyFrame` (routed by its
+  envelope, parsed on demand): the stdio upstream hands one for frames over 1 MiB and for
+  everyday answers, so a byte pump never parses a 50 MB result. Consumers take both; an
+  upstream that always parses (dicts) is correct too.
   ``on_message`` must not block on the upstream (it must not call :meth:`Upstream.request`:
   the reader thread that would deliver the answer is the one waiting).
 - **Closing.** ``on_close()`` is called once, after the last ``on_message``, when no more frames

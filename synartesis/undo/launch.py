@@ -18,25 +18,18 @@ reason, rather than started with a placeholder for an argument.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from synartesis.expand import expand_env  # moved below the proxy; kept importable from here
 from synartesis.policy.model import Policy
 from synartesis.redact import SECRET_MARK, redact_argv
 
 __all__ = ["LaunchSpec", "launch_specs", "expand_env"]
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
 
 def _show(argv: list[str]) -> str:
     return " ".join(redact_argv(argv)[0])
-
-
-def expand_env(value: str, environ: Mapping[str, str]) -> str:
-    """Expand ``${VAR}`` and ``${VAR:-default}`` the way Claude Code and Cursor do; unset → ""."""
-    return _VAR.sub(lambda m: environ.get(m.group(1)) or (m.group(2) or ""), value)
 
 
 @dataclass

@@ -69,11 +69,23 @@ def test_proxy_exits_promptly_after_client_close(tmp_path):
     manifest, journal, argv = _setup(tmp_path)
     s = RawSession(argv)
     s.handshake()
+    s.call(1, "get", {"key": "k"})
     started = time.monotonic()
     code = s.close(timeout=10)
     assert code == 0 and time.monotonic() - started < 5
     with open_journal(journal) as j:
         assert j.list_runs()[0].status == "complete"
+
+
+def test_a_session_without_tool_calls_leaves_no_run(tmp_path):
+    """Issue 10: health checks and tools/list probes are not runs; stderr says so instead."""
+    manifest, journal, argv = _setup(tmp_path)
+    s = RawSession(argv)
+    s.handshake()
+    assert s.request(1, "tools/list")["result"]["tools"]
+    assert s.close(timeout=10) == 0
+    assert "session ended without tool calls" in s.stderr_text()
+    assert not journal.exists() or not open_journal(journal).list_runs()
 
 
 def test_sigterm_stops_proxy_and_child(tmp_path):

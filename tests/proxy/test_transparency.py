@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import RawSession, proxy_argv
+from helpers import RawSession, files_proxy, proxy_argv
 
 
 def _script(root: Path) -> list:
@@ -80,17 +80,17 @@ def test_proxied_session_is_byte_identical_to_direct(tmp_path, fs_server):
     assert ours.startswith("These tools are guarded by Synartesis")
     if theirs:
         assert ours.endswith(theirs)
+    # the server may or may not answer call 9 after its cancellation (a race in the server, the
+    # same with or without the proxy), so that one answer is left out of the comparison
+    direct, proxied = ([line for line in lines if json.loads(line).get("id") != 9] for lines in (direct, proxied))
     assert len(proxied) == len(direct) >= 10
     for d, p in zip(direct, proxied):
         assert p == d
 
 
 def test_tools_call_in_a_batch_is_refused_not_forwarded(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    manifest = tmp_path / "synartesis.yaml"
-    manifest.write_text("version: 1\nservers:\n  files: {}\ntools: []\n")
-    with RawSession(proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])) as s:
+    root, argv = files_proxy(tmp_path, fs_server)
+    with RawSession(argv) as s:
         s.handshake()
         s.send([{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                  "params": {"name": "write_file", "arguments": {"path": str(root / "x"), "content": "x"}}}])
@@ -102,11 +102,8 @@ def test_tools_call_in_a_batch_is_refused_not_forwarded(tmp_path, fs_server):
 
 def test_escaped_method_name_is_still_intercepted(tmp_path, fs_server):
     """`"tools\\/call"` is valid JSON for tools/call: routing parses, never substring-matches."""
-    root = tmp_path / "root"
-    root.mkdir()
-    manifest = tmp_path / "synartesis.yaml"
-    manifest.write_text("version: 1\nservers:\n  files: {}\ntools: []\n")
-    with RawSession(proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])) as s:
+    root, argv = files_proxy(tmp_path, fs_server)
+    with RawSession(argv) as s:
         s.handshake()
         s.send(b'{"jsonrpc":"2.0","id":1,"method":"tools\\/call","params":{"name":"write_file","arguments":{"path":"'
                + str(root / "x").encode() + b'","content":"x"}}}')

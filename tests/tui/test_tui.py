@@ -706,10 +706,15 @@ def test_the_deny_prompt_opens_while_the_journal_is_still_being_read(world, monk
     _held_world(world, ["k0"])
     release, entered = threading.Event(), threading.Event()
     real = data_mod.read_snapshot
+    inside = []  # slow reads still blocked (the proof that the prompt did not wait for one)
 
     def slow_read(j, open_run=None):
+        inside.append(1)
         entered.set()
-        release.wait(60)  # a journal that takes its time (a busy machine, a large journal)
+        try:
+            release.wait(60)  # a journal that takes its time (a busy machine, a large journal)
+        finally:
+            inside.pop()
         return real(j, open_run)
 
     async def go():
@@ -718,10 +723,9 @@ def test_the_deny_prompt_opens_while_the_journal_is_still_being_read(world, monk
             await pilot.press("g")
             monkeypatch.setattr(data_mod, "read_snapshot", slow_read)
             app.refresh_data()
-            await asyncio.to_thread(entered.wait, 30)
-            assert app.polling
+            assert await asyncio.to_thread(entered.wait, 30), "the journal read never started"
             await pilot.press("d")
-            assert isinstance(app.screen, ReasonScreen) and app.polling  # opened before the read ended
+            assert isinstance(app.screen, ReasonScreen) and inside  # opened while the read is blocked
             release.set()
             await until(pilot, lambda: not app.polling, what="the read")
             await until(pilot, lambda: app.screen.ready, what="the prompt")

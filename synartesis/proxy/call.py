@@ -1,0 +1,72 @@
+"""A client ``tools/call`` as it moves through the engine, and the small helpers the engine
+needs before it loads the pipeline (:mod:`synartesis.proxy.pipeline` is imported at the first
+``tools/call``: a server that is never called never pays for it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["SURROGATE_REFUSAL", "CallContext", "is_plain_read", "lone_surrogate", "tool_result"]
+
+
+class CallContext:
+    """One client ``tools/call`` request as it moves through the engine and the pipeline.
+
+    ``line`` is the original frame, ``msg`` its parsed value, ``id_key`` its id as a map key.
+    The engine fills ``answer`` (the server's response message, or None when the client
+    cancelled) and ``failure`` (a :class:`RequestFailed`) when the call settles.
+    """
+
+    __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "id_key", "line",
+                 "msg", "read", "settled", "timed_out", "waiter")
+
+    def __init__(self, line: Any, msg: dict, id_key: str) -> None:
+        self.line = line
+        self.msg = msg
+        self.id_key = id_key
+        self.forwarded = False
+        self.cancelled = False
+        self.action_id: str | None = None
+        self.read: dict | None = None  # a plain read's journal record, completed on its answer
+        self.waiter: Any = None  # a held lock the lane waits on (released when it settles)
+        self.answer: Any = None
+        self.failure: Any = None  # a transport.RequestFailed
+        self.deadline: float | None = None
+        self.settled = False
+        self.timed_out = False
+
+
+def is_plain_read(rule: Any) -> bool:
+    """A readonly rule with nothing to read before or after it and no gate."""
+    return rule.cls == "readonly" and rule.snapshot is None and rule.verify is None and rule.gate == "never"
+
+
+def tool_result(text: str, modern: bool) -> dict:
+    """A CallToolResult with ``isError: true`` that the model can read and relay."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    if modern:
+        result["resultType"] = "complete"
+    return result
+
+
+def lone_surrogate(line: Any, value: Any) -> bool:
+    """True when ``value`` (parsed from frame ``line``) holds a lone UTF-16 surrogate.
+
+    JSON can carry one only as a ``\\uD800``-``\\uDFFF`` escape, so frames without ``\\ud``/``\\uD``
+    are passed at memchr speed; the rest are checked exactly.
+    """
+    if b"\\ud" not in line and b"\\uD" not in line:
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+SURROGATE_REFUSAL = (
+    "Synartesis did not send this call: its tool name or arguments hold a lone UTF-16 surrogate "
+    "(a \\ud800-\\udfff escape that is not part of a pair), which is not Unicode text. Servers decode "
+    "it differently (most replace it with U+FFFD), so what the call would do could not be recorded "
+    "or undone faithfully. Send valid text instead.")

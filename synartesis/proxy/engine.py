@@ -1,0 +1,778 @@
+"""The relay engine: one MCP client, one MCP server, plain threads and blocking I/O.
+
+Contract (DESIGN §3 and §10, PROXY.md §2):
+- Every frame is parsed to route it; every message that is not intercepted is forwarded as its
+  original bytes in both directions (notifications, progress, cancellation, resources,
+  prompts, pings, unknown methods, batches without ``tools/call``, server→client requests).
+- Intercepted: ``tools/call`` (the pipeline, in one ordered lane so a later write never
+  overtakes an earlier one); ``initialize`` results get the Synartesis instructions added;
+  ``tools/list`` results are read (never altered) to learn tool shapes for pins.
+- Threads: the downstream's reader calls :meth:`Engine.on_client_line`; the upstream's reader
+  calls :meth:`Engine.on_server_message`; the lane thread runs the pipeline for every
+  ``tools/call`` that must wait its turn or capture state; the journal thread writes read
+  records in batches and runs the call timer. A plain read with nothing queued ahead of it is
+  forwarded from the client reader itself, and its answer goes to the client from the server
+  reader: nothing but forwarding sits on a read's path.
+- The engine knows its server only as an :class:`~synartesis.proxy.transport.Upstream` and its
+  client only as ``send_to_client(bytes)``.
+- A forwarded call not answered within the call timeout (default 10 minutes) is answered with
+  an error telling the agent the outcome is unknown, journalled ``unknown``, and cancelled at
+  the server; a late answer is dropped.
+- Shutdown (:meth:`Engine.serve`): client EOF → finish queued calls (bounded) → close the
+  server (stdin, 2 s, SIGTERM, 2 s, SIGKILL) → calls still in flight become ``unknown`` →
+  journal what is queued → close the run. The server exiting first ends the session with its
+  exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synartesis.errors import JournalError
+from synartesis.log import log
+from synartesis.policy.model import Policy, Rule
+from synartesis.proxy.call import CallContext, is_plain_read, lone_surrogate, tool_result
+from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
+from synartesis.proxy.transport import RequestFailed, Upstream
+
+if TYPE_CHECKING:
+    from synartesis.proxy.pipeline import ReadOutcome
+    from synartesis.proxy.recorder import JournalThread
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "id_key"]
+
+INSTRUCTIONS = (
+    "These tools are guarded by Synartesis, which records every change so it can be undone later.\n\n"
+    "Some actions cannot be undone. Those are held until a person approves them: the call returns "
+    "an error beginning \"Synartesis is holding this call for approval\" and nothing is done. When "
+    "that happens:\n"
+    "  1. Tell the user plainly that the call is held and what it would do.\n"
+    "  2. Give them the exact `synartesis approve …` command from the error.\n"
+    "  3. Once they say they approved it, make the same call again with the same arguments. It will go through.\n"
+    "If the error says the call was denied, do not retry it; ask the user what they want instead.\n"
+    "Do not work around a held call by using a different tool to achieve the same thing."
+)
+MODERN_KEY = "io.modelcontextprotocol/protocolVersion"
+DEFAULT_CALL_TIMEOUT = 600.0
+
+
+class EngineOptions:
+    """Tunables. Seconds for times (``call_timeout`` None = wait for ever), bytes for the cap.
+
+    Attributes:
+        call_timeout: how long a forwarded ``tools/call`` may go unanswered (issue 9: 10 min).
+        read_timeout: how long one of our own reads (pre-read, post-read, catalog) may take.
+        max_snapshot_bytes: writes whose prior state is larger are refused.
+        grace: each step of the server's shutdown (stdin closed, SIGTERM, SIGKILL).
+        eof_drain: after client EOF, how long queued calls may take to finish.
+    """
+
+    def __init__(self, call_timeout: float | None = DEFAULT_CALL_TIMEOUT, read_timeout: float = 30.0,
+                 max_snapshot_bytes: int = 8 * 1024 * 1024, grace: float = 2.0, eof_drain: float = 60.0) -> None:
+        self.call_timeout = call_timeout
+        self.read_timeout = read_timeout
+        self.max_snapshot_bytes = max_snapshot_bytes
+        self.grace = grace
+        self.eof_drain = eof_drain
+
+
+def id_key(value: Any) -> str:
+    """A JSON-RPC id as a dictionary key. Numbers compare as the server will answer them:
+    ``1`` and ``1.0`` are one id, and integers beyond 2**53 as a JavaScript server rounds them."""
+    if isinstance(value, str):
+        return "s:" + value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return "n:" + repr(float(value))
+        except OverflowError:
+            return "n:" + str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+class Engine:
+    """One server behind one client (the installed form, ``proxy --server NAME -- CMD …``).
+
+    Args:
+        server: the policy's name for the server.
+        upstream: the server connection (not yet started).
+        send_to_client: writes one frame to the client (thread-safe).
+        policy: the loaded policy, or None (then every call is held, ``policy_note`` says why).
+        journal_path: the journal; opened, and created, at the first ``tools/call``.
+        launch: ``{command, args, cwd}`` recorded with the run (arguments redacted).
+        protected: extra files no guarded call may write without approval (the policy cache).
+    """
+
+    def __init__(self, server: str, upstream: Upstream, send_to_client: Callable[[Any], None], *,
+                 policy: Policy | None, journal_path: Path, options: EngineOptions,
+                 launch: dict | None = None, policy_note: str | None = None,
+                 protected: list[str] | None = None) -> None:
+        self.server = server
+        self.upstream = upstream
+        self.send_to_client = send_to_client
+        self.policy = policy
+        self.policy_note = policy_note
+        self.journal_path = Path(journal_path)
+        self.options = options
+        self.call_timeout = options.call_timeout
+        self.launch = launch or {}
+        self.run_id: str | None = None
+        self.client_name: str | None = None
+        self.modern_meta: dict | None = None
+        self._journal: Any = None
+        self._extra_protected = list(protected or [])
+        self._protected: list[str] | None = None
+        self._lock = threading.Lock()
+        self._init_ids: set[str] = set()
+        self._list_ids: set[str] = set()
+        self._inflight: dict[str, CallContext] = {}
+        self._queued: dict[str, CallContext] = {}
+        self._expired: set[str] = set()
+        self._lane: queue.SimpleQueue = queue.SimpleQueue()
+        self._lane_count = 0
+        self._lane_cond = threading.Condition(threading.Lock())
+        self._lane_thread: threading.Thread | None = None
+        self._catalog: dict[str, dict] | None = None
+        self._catalog_partial: dict[str, dict] = {}
+        self._pins_logged = False
+        self._rules: dict[tuple[str, str], Rule] = {}
+        self._seq = 0
+        self._recorder: JournalThread | None = None
+        self._stop = threading.Event()
+        self._client_eof = threading.Event()
+        self._server_gone = threading.Event()
+
+    # -- what the pipeline needs (CallHost) ---------------------------------------------------
+    @property
+    def journal(self) -> Any:
+        """The journal connection of the lane (opened, and created, on first use).
+
+        Raises:
+            JournalError: it cannot be opened or created.
+        """
+        j = self._journal
+        if j is None:
+            from synartesis.journal import Journal
+            j = self._journal = Journal.open(self.journal_path, create=True)
+        return j
+
+    def protected_paths(self) -> list[str]:
+        """synartesis's own files, which no guarded call may write without approval."""
+        if self._protected is None:
+            from synartesis.paths import Env, synartesis_home
+            jp = str(self.journal_path)
+            paths = [jp, jp + "-wal", jp + "-shm", *self._extra_protected,
+                     os.path.realpath(synartesis_home(Env.current())) + os.sep]
+            if self.policy is not None:
+                paths.append(os.path.realpath(self.policy.path))
+            self._protected = [os.path.realpath(p) + (os.sep if p.endswith(os.sep) else "") for p in paths]
+        return self._protected
+
+    def next_seq(self) -> int:
+        """The next seq of this proxy's run (the proxy is the only writer of its run)."""
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def record_read(self, item: dict) -> None:
+        """Journal a finished (or never answered) read on the journal thread."""
+        self._journal_thread().add(item)
+
+    def _journal_thread(self) -> JournalThread:
+        if self._recorder is None:
+            with self._lock:
+                if self._recorder is None:
+                    tick_every = None
+                    if self.call_timeout:
+                        tick_every = max(0.05, min(1.0, self.call_timeout / 4))
+                    from synartesis.proxy.pipeline import read_record
+                    from synartesis.proxy.recorder import JournalThread
+                    self._recorder = JournalThread(self.journal_path, prepare=read_record, tick=self.expire,
+                                                   tick_every=tick_every)
+        return self._recorder
+
+    def route(self, exposed: str) -> tuple[str, str]:
+        """(server, upstream tool name); ``SERVER__x`` with our own name unwraps to ``x``."""
+        prefix = self.server + "__"
+        if exposed.startswith(prefix) and len(exposed) > len(prefix):
+            return self.server, exposed[len(prefix):]
+        return self.server, exposed
+
+    def policy_rule(self, server: str, tool: str, args: Any) -> Rule:
+        """The rule for ``server.tool``; cached when no ``when`` condition could change it."""
+        cached = self._rules.get((server, tool))
+        if cached is not None:
+            return cached
+        if self.policy is None:
+            return Rule(match=f"{server}.{tool}", cls="irreversible", gate="always", matched=False,
+                        note=self.policy_note or "there is no policy, so every tool is held")
+        rule = self.policy.rule_for(server, tool, args)
+        from synartesis.policy.model import pattern_regex
+        qualified = f"{server}.{tool}"
+        if not any(r.when and pattern_regex(r.match).fullmatch(qualified) for r in self.policy.rules):
+            self._rules[(server, tool)] = rule
+        return rule
+
+    def ensure_run(self) -> str:
+        """The run of this session, created at its first ``tools/call`` (issue 10: a health check
+        or a ``tools/list`` probe leaves no run)."""
+        if self.run_id is None:
+            j = self.journal
+            self.run_id = j.begin_run(self.client_name, self.launch_lines())
+            j.own_run(self.run_id, self.next_seq)
+            log("info", "run started", run=self.run_id, servers=list(self.launch_lines()), client=self.client_name)
+        return self.run_id
+
+    def launch_lines(self) -> dict:
+        """{server: {command, args, cwd}}: recorded with the run so undo starts the same thing.
+        Secret-looking arguments are redacted the way the policy is (issue 9 item 3)."""
+        from synartesis.redact import redact_argv
+        command = self.launch.get("command") or ""
+        argv = redact_argv([command, *self.launch.get("args", [])])[0]
+        return {self.server: {"command": argv[0] if command else command, "args": argv[1:],
+                              "cwd": self.launch.get("cwd") or os.getcwd()}}
+
+    def reply_error_result(self, ctx: CallContext, text: str) -> None:
+        """Answer a call with a ``CallToolResult`` carrying ``isError: true``."""
+        body = {"jsonrpc": "2.0", "id": ctx.msg.get("id"), "result": tool_result(text, _is_modern(ctx.msg))}
+        self.send_to_client(dump(body))
+
+    def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None:
+        """Answer a call with a JSON-RPC error."""
+        self.send_to_client(dump({"jsonrpc": "2.0", "id": ctx.msg.get("id"), "error": {"code": code, "message": message}}))
+
+    def upstream_line(self, ctx: CallContext) -> Any:
+        """The frame to send for a call: its original bytes unless the name was unwrapped."""
+        params = ctx.msg.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if isinstance(name, str):
+            _, tool = self.route(name)
+            if tool != name:
+                return dump({**ctx.msg, "params": {**params, "name": tool}})
+        return ctx.line
+
+    def upstream_for(self, ctx: CallContext) -> Upstream:
+        """The connection a call goes to."""
+        return self.upstream
+
+    def forward(self, ctx: CallContext, *, wait: bool) -> bool:
+        """Send the client's call to the server. ``wait``: the lane will :meth:`await_answer`;
+        otherwise (a plain read) the answer is journalled when it has been forwarded.
+
+        Returns False when it could not be written (certainly not applied), or the client
+        cancelled it first (then ``ctx.cancelled`` is set).
+        """
+        line = self.upstream_line(ctx)
+        if wait:
+            import _thread
+            ctx.waiter = _thread.allocate_lock()
+            ctx.waiter.acquire()
+        if self.call_timeout:
+            ctx.deadline = time.monotonic() + self.call_timeout
+        with self._lock:  # a cancel either finds it queued (never sent) or in flight
+            if ctx.cancelled:
+                return False
+            ctx.forwarded = True
+            self._inflight[ctx.id_key] = ctx
+            self._queued.pop(ctx.id_key, None)
+        try:
+            self.upstream_for(ctx).send(line)
+        except RequestFailed:
+            self._inflight.pop(ctx.id_key, None)
+            ctx.forwarded = False
+            return False
+        if not wait and self.call_timeout:
+            self._journal_thread()  # its timer watches this read's deadline
+        return True
+
+    def forward_read(self, ctx: CallContext, run_id: str, server: str, tool: str, rule: str | None,
+                     args: Any) -> None:
+        """Forward a plain read; it is journalled (numbered now) when its answer has gone to the
+        client, or as ``unknown`` if none comes."""
+        ctx.read = {"run": run_id, "server": server, "tool": tool, "rule": rule, "args": args, "seq": self.next_seq()}
+        if not self.forward(ctx, wait=False):
+            if ctx.cancelled:
+                self.record_read({**ctx.read, "status": "failed", "note": "the client cancelled the call before it was sent"})
+                return
+            self.record_read({**ctx.read, "status": "failed", "note": f"{server} is not running, so the call was never sent"})
+            self.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
+
+    def await_answer(self, ctx: CallContext) -> Any:
+        """The answer to a forwarded call (None when the client cancelled it).
+
+        Raises:
+            RequestFailed: ``timeout`` (the call timeout passed; the client was told) or
+                ``closed`` (the server went away).
+        """
+        timeout = None if ctx.deadline is None else ctx.deadline - time.monotonic()
+        got = ctx.waiter.acquire(True, -1 if timeout is None else max(0.0, timeout))
+        if not got:
+            if self._claim(ctx):  # the pipeline journals it, then calls report_timeout
+                raise RequestFailed(f"no answer within {self.call_timeout:g} s (--call-timeout)", "timeout")
+            ctx.waiter.acquire()  # it settled just now
+        if ctx.failure is not None:
+            raise ctx.failure
+        return ctx.answer
+
+    def read(self, read: dict) -> ReadOutcome:
+        """Run one of our reads (pre-read, post-read) on the server."""
+        from synartesis.proxy.pipeline import ReadOutcome, run_read_sync
+        if read["server"] != self.server:
+            return ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
+        return run_read_sync(self.upstream.request, read, timeout=self.options.read_timeout,
+                             max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta)
+
+    def pin_problem(self, server: str) -> str | None:
+        """Why calls of ``server`` are refused because of pins (None when fine or unpinned)."""
+        spec = self.policy.servers.get(server) if self.policy else None
+        if spec is None or not spec.pins:
+            return None
+        catalog = self.catalog(server)
+        from synartesis.pins import check_pins  # stdlib only
+        from synartesis.proxy.payload import cli_command
+        try:
+            shapes = self.journal.shapes(spec.pins.values())
+        except JournalError:
+            shapes = {}
+        problem = check_pins(server, spec.pins, catalog or {}, self.policy, cli=cli_command(), shapes=shapes)
+        if problem and not self._pins_logged:
+            self._pins_logged = True
+            log("error", "tool shapes changed since they were pinned; every call is refused", server=server,
+                detail=problem)
+        return problem
+
+    def catalog(self, server: str) -> dict[str, dict] | None:
+        """The server's tools by name (fetched with our own ``tools/list`` if the client's
+        answers have not shown them all)."""
+        if self._catalog is None:
+            tools: dict[str, dict] = {}
+            cursor = None
+            try:
+                for _ in range(1000):
+                    page = self.upstream.request("tools/list", {"cursor": cursor} if cursor else {},
+                                                 timeout=self.options.read_timeout, meta=self.modern_meta)
+                    for t in page.get("tools", []):
+                        if isinstance(t, dict) and isinstance(t.get("name"), str):
+                            tools[t["name"]] = t
+                    cursor = page.get("nextCursor")
+                    if not cursor:
+                        break
+            except RequestFailed as exc:
+                log("warn", "could not read tools/list for pins", error=exc.message)
+                return None
+            self._catalog = tools
+            self._remember(server, tools)
+        return self._catalog
+
+    def _remember(self, server: str, catalog: dict[str, dict]) -> None:
+        """Keep each tool shape by fingerprint (on the journal thread), so a later pin
+        mismatch can say what changed."""
+        from synartesis.pins import fingerprint
+        shapes = {fingerprint(t): t for t in catalog.values()}
+
+        def job(journal: Any) -> None:
+            try:
+                journal.remember_shapes(server, shapes)
+            except JournalError as exc:
+                log("warn", "could not record tool shapes", error=str(exc))
+        if self.journal_path.exists():
+            self._journal_thread().submit(job)
+
+    # -- client → server ----------------------------------------------------------------
+    def on_client_line(self, line: Any) -> None:
+        """Route one client frame (called by the downstream's reader, in order)."""
+        if not line or line.isspace():
+            return
+        msg = parse(line)
+        if msg is INVALID:
+            # Never forward what we cannot read: a server decoding it leniently (bad UTF-8
+            # replaced, deep nesting) could run a tools/call that bypassed the gate and journal.
+            log("warn", "refused an unparseable line from the client", bytes=len(line))
+            self.send_to_client(dump({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32700, "message": "Parse error: synartesis forwards only valid UTF-8 JSON"}}))
+            return
+        if isinstance(msg, list):
+            self._client_batch(line, msg)
+            return
+        if not isinstance(msg, dict):
+            self._forward_raw(line)
+            return
+        method = msg.get("method")
+        if isinstance(method, str) and "id" in msg:
+            params = msg.get("params")
+            if isinstance(params, dict) and "_meta" in params:
+                self._note_modern(params["_meta"])
+            if method == "tools/call":
+                self._client_call(CallContext(line, msg, id_key(msg["id"])))
+                return
+            if method == "initialize":
+                self._init_ids.add(id_key(msg["id"]))
+                info = params.get("clientInfo") if isinstance(params, dict) else None
+                if isinstance(info, dict) and isinstance(info.get("name"), str):
+                    self.client_name = info["name"]
+            elif method == "tools/list":
+                self._list_ids.add(id_key(msg["id"]))
+        elif method == "tools/call":
+            # a tools/call without an id cannot be answered or journalled; servers must ignore
+            # it, and one that did not would run it unguarded: it is not forwarded
+            log("warn", "dropped a tools/call notification (no id)")
+            return
+        elif method == "notifications/initialized":
+            self._forward_raw(line)
+            spec = self.policy.servers.get(self.server) if self.policy else None
+            if spec is not None and spec.pins:
+                self._enqueue(lambda: self.pin_problem(self.server))  # say at start when shapes moved
+            return
+        elif method == "notifications/cancelled":
+            if self._client_cancel(msg):
+                return
+        self._forward_raw(line)
+
+    def _client_call(self, ctx: CallContext) -> None:
+        with self._lane_cond:
+            idle = self._lane_count == 0
+        if idle:
+            plain = self._plain_read(ctx)
+            if plain is not None:
+                # nothing ahead of it, nothing to capture: forwarded from here, no lane hop and
+                # no pipeline (the policy said all there is to say: a readonly rule, no pins)
+                try:
+                    self.forward_read(ctx, self.ensure_run(), *plain)
+                except JournalError as exc:
+                    log("error", "journal failed; the call was not sent", error=str(exc))
+                    self.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+                except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
+                    self._internal_error(ctx, exc)
+                return
+        self._queued[ctx.id_key] = ctx
+        self._enqueue(ctx)
+
+    def _client_cancel(self, msg: dict) -> bool:
+        """Handle ``notifications/cancelled``; True when it must not be forwarded (it cancels
+        a call that was never sent: the call and the cancel are both dropped)."""
+        params = msg.get("params")
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if rid is None:
+            return False
+        key = id_key(rid)
+        with self._lock:
+            queued = self._queued.get(key)
+            if queued is not None and not queued.forwarded:
+                queued.cancelled = True  # the server never saw it: the call and the cancel end here
+                return True
+        ctx = self._inflight.get(key)
+        if ctx is not None:
+            ctx.cancelled = True
+            self._settle(ctx, None, None, note="outcome unknown: the client cancelled the call after it was sent")
+        return False
+
+    def _note_modern(self, meta: Any) -> None:
+        if isinstance(meta, dict) and MODERN_KEY in meta:
+            self.modern_meta = {k: v for k, v in meta.items()
+                                if k.startswith("io.modelcontextprotocol/") and not k.endswith("/logLevel")}
+            info = meta.get("io.modelcontextprotocol/clientInfo")
+            if isinstance(info, dict) and isinstance(info.get("name"), str) and not self.client_name:
+                self.client_name = info["name"]
+
+    def _client_batch(self, line: Any, batch: list) -> None:
+        calls = [m for m in batch if isinstance(m, dict) and m.get("method") == "tools/call"]
+        if not calls:
+            self._forward_raw(line)
+            return
+        # A tools/call inside a batch cannot be journalled in order; refuse the batch as a whole.
+        errors = [{"jsonrpc": "2.0", "id": m.get("id"), "error": {
+            "code": -32600, "message": "synartesis: send tools/call on its own, not inside a batch, so it can be journalled"}}
+            for m in batch if isinstance(m, dict) and "id" in m and "method" in m]
+        if errors:
+            self.send_to_client(dump(errors))
+
+    def _forward_raw(self, line: Any) -> None:
+        try:
+            self.upstream.send(line)
+        except RequestFailed:
+            pass
+
+    def _plain_read(self, ctx: CallContext) -> tuple | None:
+        """``(server, tool, rule name, args)`` of a call whose rule is readonly with nothing to
+        read before or after it, on an unpinned server, with valid text; else None (the
+        pipeline decides)."""
+        params = ctx.msg.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            return None
+        try:
+            server, tool = self.route(params["name"])
+        except LookupError:
+            return None
+        spec = self.policy.servers.get(server) if self.policy else None
+        if spec is None or spec.pins:
+            return None
+        args = params.get("arguments")
+        args = {} if args is None else args
+        rule = self.policy_rule(server, tool, args)
+        if not is_plain_read(rule) or lone_surrogate(ctx.line, params):
+            return None
+        return server, tool, rule.match if rule.matched else None, args
+
+    # -- server → client ----------------------------------------------------------------
+    def on_server_message(self, line: Any, msg: Any) -> None:
+        """Route one server frame (called by the upstream's reader, in order)."""
+        if isinstance(msg, dict):
+            is_answer = "method" not in msg and "id" in msg
+            mid = msg.get("id") if is_answer else None
+        elif isinstance(msg, LazyFrame):
+            is_answer = "method" not in msg and "id" in msg
+            mid = msg.member("id") if is_answer else None
+        else:
+            is_answer = False
+        if is_answer:
+            key = id_key(mid)
+            ctx = self._inflight.pop(key, None)
+            if ctx is not None:
+                self.send_to_client(line)
+                self._settle(ctx, msg, None)
+                return
+            if key in self._expired:
+                self._expired.discard(key)
+                log("warn", "dropped an answer that came after the call timed out", id=mid)
+                return
+            if key in self._init_ids:
+                self._init_ids.discard(key)
+                self.send_to_client(self._with_instructions(line, msg))
+                return
+            if key in self._list_ids:
+                self._list_ids.discard(key)
+                self.send_to_client(line)
+                self._observe_tools(msg.parse() if isinstance(msg, LazyFrame) else msg)
+                return
+        self.send_to_client(line)
+
+    def on_server_close(self) -> None:
+        """The server can send nothing more: calls in flight become ``unknown``."""
+        self._server_gone.set()
+        for ctx in list(self._inflight.values()):
+            self._inflight.pop(ctx.id_key, None)
+            self._settle(ctx, None, RequestFailed("the server exited before answering", "closed"))
+        self._stop.set()
+
+    def _with_instructions(self, line: Any, msg: Any) -> Any:
+        if isinstance(msg, LazyFrame):
+            msg = msg.parse()
+        result = msg.get("result") if isinstance(msg, dict) else None
+        if not isinstance(result, dict):
+            return line
+        theirs = result.get("instructions")
+        result = {**result, "instructions": INSTRUCTIONS + (f"\n\n{theirs}" if isinstance(theirs, str) and theirs else "")}
+        return dump({**msg, "result": result})
+
+    def _observe_tools(self, msg: Any) -> None:
+        result = msg.get("result") if isinstance(msg, dict) else None
+        if not isinstance(result, dict):
+            return
+        for t in result.get("tools") or []:
+            if isinstance(t, dict) and isinstance(t.get("name"), str):
+                self._catalog_partial[t["name"]] = t
+        if not result.get("nextCursor"):
+            self._catalog, self._catalog_partial = self._catalog_partial, {}
+            self._remember(self.server, self._catalog)
+
+    # -- settling calls -----------------------------------------------------------------
+    def _claim(self, ctx: CallContext) -> bool:
+        """Take a call over for its timeout (False when it settled first)."""
+        with self._lock:
+            if ctx.settled:
+                return False
+            ctx.settled = ctx.timed_out = True
+            if self._inflight.pop(ctx.id_key, None) is not None:
+                self._expired.add(ctx.id_key)
+        return True
+
+    def _settle(self, ctx: CallContext, answer: Any, failure: RequestFailed | None, note: str | None = None) -> None:
+        """A forwarded call's outcome: its answer (None when cancelled) or a failure. The first
+        outcome counts; the lane is woken, or a plain read is handed to the journal thread."""
+        with self._lock:
+            if ctx.settled:
+                return
+            ctx.settled = True
+            ctx.answer, ctx.failure = answer, failure
+        if ctx.waiter is not None:
+            ctx.waiter.release()
+        elif ctx.read is not None:
+            if failure is not None:
+                self.record_read({**ctx.read, "status": "unknown", "note": f"outcome unknown: {failure.message}"})
+            elif answer is None:
+                self.record_read({**ctx.read, "status": "unknown", "note": note or "outcome unknown"})
+            else:
+                self.record_read({**ctx.read, "answer": answer})
+
+    def report_timeout(self, ctx: CallContext) -> None:
+        """Tell the agent a call timed out (outcome unknown) and ask the server to stop it."""
+        params = ctx.msg.get("params") if isinstance(ctx.msg.get("params"), dict) else {}
+        name = params.get("name")
+        log("warn", "call timed out; outcome unknown", tool=name, seconds=self.call_timeout)
+        self.reply_error_result(ctx, (
+            f"Synartesis stopped waiting for {name} after {self.call_timeout:g} s (the call timeout). "
+            "The server may have done it, may still do it, or may not: the outcome is unknown and is "
+            "recorded so, and undo stops there until a person has checked. Tell the user before retrying."))
+        try:
+            self.upstream_for(ctx).send(dump({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+                "requestId": ctx.msg.get("id"), "reason": "synartesis: call timeout"}}))
+        except RequestFailed:
+            pass
+
+    def expire(self, now: float) -> None:
+        """The call timer (run by the journal thread): plain reads past their deadline."""
+        for ctx in list(self._inflight.values()):
+            if ctx.read is not None and ctx.deadline is not None and now >= ctx.deadline and self._claim(ctx):
+                self.record_read({**ctx.read, "status": "unknown",
+                                  "note": f"outcome unknown: no answer within {self.call_timeout:g} s (--call-timeout)"})
+                self.report_timeout(ctx)
+
+    # -- the lane -----------------------------------------------------------------------
+    def _enqueue(self, item: Any) -> None:
+        with self._lane_cond:
+            self._lane_count += 1
+        self._lane.put(item)
+
+    def _lane_loop(self) -> None:
+        while True:
+            item = self._lane.get()
+            if item is None:
+                return
+            try:
+                if isinstance(item, CallContext):
+                    if not item.cancelled:
+                        _handle_call(self, item)
+                else:
+                    item()
+            except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
+                self._internal_error(item if isinstance(item, CallContext) else None, exc)
+            finally:
+                with self._lane_cond:
+                    self._lane_count -= 1
+                    if self._lane_count == 0:
+                        self._lane_cond.notify_all()
+
+    def _internal_error(self, ctx: CallContext | None, exc: Exception) -> None:
+        log("error", "internal error in tools/call", error=repr(exc))
+        if ctx is not None and not ctx.forwarded:
+            self.reply_protocol_error(ctx, -32603, f"synartesis internal error: {exc}")
+
+    def _drain(self, timeout: float, signalled: _Flag) -> None:
+        """Wait until every queued call has finished (or ``timeout``, the server is gone, or a
+        signal asks us to stop)."""
+        end = time.monotonic() + timeout
+        with self._lane_cond:
+            while self._lane_count and not self._server_gone.is_set() and not signalled.is_set():
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                self._lane_cond.wait(min(left, 0.1))
+
+    # -- the session ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the server reader and the lane thread (the downstream is started by serve)."""
+        self.upstream.start(self.on_server_message, self.on_server_close)
+        self._start_lane()
+
+    def on_client_eof(self) -> None:
+        """The client closed our input."""
+        self._client_eof.set()
+        self._stop.set()
+
+    def serve(self, downstream: Any) -> int:
+        """Relay between ``downstream`` (``start(on_line, on_eof)``, ``close()``) and the upstream
+        until one side goes away or a signal asks us to stop; the process exit code."""
+        signalled = _stop_on_signals()
+        self.start()
+        downstream.start(self.on_client_line, self.on_client_eof)
+        while not self._stop.is_set() and not signalled.is_set():
+            self._stop.wait(0.25)  # a signal handler may not take the Event's lock: it sets a flag
+        if self._client_eof.is_set() and not self._server_gone.is_set() and not signalled.is_set():
+            # answer everything already received before closing the server (bounded: an answer
+            # the server never sends must not keep the proxy alive for ever)
+            self._drain(self.options.eof_drain, signalled)
+        code = self.shutdown()
+        downstream.close()
+        return code if code >= 0 else 128 - code
+
+    def shutdown(self) -> int:
+        """Close the server, settle what was in flight, flush the journal, close the run;
+        returns the server's exit code (negative: killed by that signal)."""
+        code = self.upstream.close(self.options.grace)
+        self.on_server_close()
+        self._finish()
+        return code
+
+    def _start_lane(self) -> None:
+        self._lane_thread = threading.Thread(target=self._lane_loop, name="synartesis-lane", daemon=True)
+        self._lane_thread.start()
+
+    def _finish(self) -> None:
+        """After the servers are closed: stop the lane, flush the journal thread, close the run."""
+        self._lane.put(None)
+        if self._lane_thread is not None:
+            self._lane_thread.join(5.0)
+        if self._recorder is not None:
+            self._recorder.close()
+        self._close_run()
+
+    def _close_run(self) -> None:
+        if self.run_id is None:
+            log("info", "session ended without tool calls", server=self.server, client=self.client_name)
+        else:
+            try:
+                self.journal.end_run(self.run_id)
+            except JournalError as exc:
+                log("error", "could not close the run", error=str(exc))
+        if self._journal is not None:
+            self._journal.close()
+
+
+def _handle_call(host: Engine, ctx: CallContext) -> None:
+    """The pipeline, imported at the first tools/call (it and the policy references, the SQL
+    gate and canonical JSON are not needed to relay a handshake)."""
+    from synartesis.proxy.pipeline import handle_call
+    handle_call(host, ctx)
+
+
+def _is_modern(msg: Any) -> bool:
+    params = msg.get("params") if isinstance(msg, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and MODERN_KEY in meta
+
+
+class _Flag:
+    """Set by a signal handler. Lock-free on purpose: a handler runs in the main thread between
+    two bytecodes, possibly while that thread holds an Event's lock, which ``Event.set`` would
+    then wait for for ever."""
+
+    def __init__(self) -> None:
+        self.up = False
+
+    def is_set(self) -> bool:
+        return self.up
+
+
+def _stop_on_signals() -> _Flag:
+    """SIGTERM, SIGINT and SIGHUP end the session in order (from the main thread only)."""
+    signalled = _Flag()
+
+    def handler(signum: int, frame: Any) -> None:
+        signalled.up = True
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                try:
+                    signal.signal(sig, handler)
+                except (OSError, ValueError):
+                    pass
+    return signalled

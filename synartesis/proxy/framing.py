@@ -1,0 +1,549 @@
+"""Newline framing and cheap routing of JSON-RPC frames (standard library only).
+
+- :class:`LineSplitter` cuts a byte stream into frames with no length limit, in linear time;
+  a frame that arrived in one read is returned as a ``bytes`` slice, a frame that spanned many
+  reads as the ``bytearray`` it was gathered in (never copied once more: a 50 MB answer is
+  held once).
+- :func:`parse` is how every frame is read: strict UTF-8 JSON, or ``None``.
+- :class:`LazyFrame` stands in for the parsed value of a server frame that a byte pump should
+  not parse: a frame over :data:`LARGE` bytes (its envelope, ``id``, ``method``, whether it
+  is an error, is found by skipping over the values without building them: parsing a 50 MB
+  line costs about 150 MB, skipping costs nothing but the line), and the everyday answer
+  ``{"result":…,"jsonrpc":"2.0","id":N}`` (TypeScript SDK order) or
+  ``{"jsonrpc":"2.0","id":N,"result":…}`` (Python SDK order), recognised by its two ends. The
+  whole value is parsed only when someone needs it (:meth:`LazyFrame.parse`), and a result's
+  size, SHA-256 and preview come straight from its bytes (:meth:`LazyFrame.result_digest`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+__all__ = ["INVALID", "LARGE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "parse", "parse_lenient",
+           "parse_lenient_small", "read_frames", "write_frame"]
+
+#: frames above this many bytes are routed by their envelope and parsed only on demand
+LARGE = 1 << 20
+#: characters of a digested result kept as its preview
+PREVIEW = 200
+
+
+class LineSplitter:
+    """Incremental newline framing: no length limit, linear cost, no extra copy of big lines."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf: bytearray | None = None  # an unfinished frame
+
+    def feed(self, data: bytes) -> list:
+        """Add ``data``; return the complete frames (without their newline) now available.
+
+        Frames are ``bytes`` or ``bytearray`` (both bytes-like: ``len``, slicing, ``json.loads``,
+        ``os.write`` and comparison with ``bytes`` all work on either).
+        """
+        nl = data.find(b"\n")
+        if nl < 0:
+            if data:
+                if self._buf is None:
+                    self._buf = bytearray(data)
+                else:
+                    self._buf += data
+            return []
+        if self._buf is None:
+            if nl == len(data) - 1:  # the common case: exactly one whole frame
+                return [data[:nl]]
+            frames = data.split(b"\n")
+        else:
+            head = self._buf
+            head += data[:nl]
+            frames = data[nl + 1:].split(b"\n")
+            frames.insert(0, head)
+            self._buf = None
+        rest = frames.pop()
+        if rest:
+            self._buf = bytearray(rest)
+        return frames
+
+    def rest(self) -> bytes:
+        """What is left after EOF (a final frame without a newline), and forget it."""
+        rest, self._buf = self._buf, None
+        return bytes(rest) if rest else b""
+
+
+def dump(msg: Any) -> bytes:
+    """A message as a compact JSON frame. Valid UTF-8 always: a lone surrogate (which
+    ``surrogatepass`` would turn into bytes no peer can decode) is sent as its ``\\u`` escape."""
+    text = json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(msg, separators=(",", ":")).encode("ascii")
+
+
+def read_frames(fd: int, on_frame: Any, chunk: int = 1 << 16) -> None:
+    """Read ``fd`` until EOF (or an error), calling ``on_frame(frame)`` for every frame in order,
+    the last one even without its newline."""
+    splitter = LineSplitter()
+    while True:
+        try:
+            data = os.read(fd, chunk)
+        except OSError:
+            break
+        if not data:
+            break
+        for line in splitter.feed(data):
+            on_frame(line)
+    rest = splitter.rest()
+    if rest.strip():
+        on_frame(rest)
+
+
+def write_frame(fd: int, line: Any) -> None:
+    """Write one frame and its newline to ``fd`` (blocking), without copying a big frame.
+
+    Raises:
+        OSError: the reader went away (``BrokenPipeError``) or the descriptor is closed.
+    """
+    if len(line) < 1 << 16:
+        data = line + b"\n"
+        n = os.write(fd, data)
+        if n < len(data):
+            rest = memoryview(data)[n:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
+        return
+    parts = [memoryview(line), memoryview(b"\n")]
+    while parts:
+        n = os.writev(fd, parts)
+        while parts and n >= len(parts[0]):
+            n -= len(parts[0])
+            parts.pop(0)
+        if parts and n:
+            parts[0] = parts[0][n:]
+
+
+def parse(line: Any) -> Any:
+    """A frame parsed strictly (UTF-8 JSON); :data:`INVALID` when it is not.
+
+    Used for client frames: what cannot be read is never forwarded.
+    """
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return _INVALID
+
+
+_RESULT_FIRST = b'{"result":'
+_TAIL = b',"jsonrpc":"2.0","id":'
+_HEAD = b'{"jsonrpc":"2.0","id":'
+
+
+def _plain_id(line: Any, start: int, end: int) -> bool:
+    """``line[start:end]`` is an integer or a string without escapes (a JSON-RPC id as SDKs
+    write them); nothing else is taken without parsing."""
+    token = line[start:end]
+    if not token:
+        return False
+    if token[:1] == b'"':
+        return len(token) >= 2 and token[-1:] == b'"' and b'"' not in token[1:-1] and b"\\" not in token
+    digits = token[1:] if token[:1] == b"-" else token
+    return digits.isdigit()
+
+
+def answer_frame(line: Any) -> LazyFrame | None:
+    """An everyday answer recognised by its two ends, without parsing it (see the module
+    docstring); None when the frame has another shape.
+
+    Sound for valid JSON: a frame that opens with a ``result`` key is a response, and the last
+    member before the final brace belongs to the outermost object.
+    """
+    end = len(line)
+    while end and line[end - 1] in _SPACE:
+        end -= 1
+    if end < 2 or line[end - 1] != 0x7D:
+        return None
+    if line.startswith(_RESULT_FIRST):
+        cut = line.rfind(_TAIL)
+        if cut < 0 or not _plain_id(line, cut + len(_TAIL), end - 1):
+            return None
+        return LazyFrame(line, {"result": (len(_RESULT_FIRST), cut), "jsonrpc": (cut + 12, cut + 17),
+                                "id": (cut + len(_TAIL), end - 1)})
+    if line.startswith(_HEAD):
+        comma = line.find(b',"result":', len(_HEAD))
+        if comma < 0 or not _plain_id(line, len(_HEAD), comma):
+            return None
+        return LazyFrame(line, {"jsonrpc": (11, 16), "id": (len(_HEAD), comma), "result": (comma + 10, end - 1)})
+    return None
+
+
+def parse_lenient(line: Any) -> Any:
+    """A server frame parsed for routing: invalid UTF-8 is replaced (the bytes are forwarded as
+    they are anyway); None when it is not JSON. Frames over :data:`LARGE` and everyday answers
+    give a :class:`LazyFrame` (large ones None when their envelope is not an object or array)."""
+    lazy = answer_frame(line)
+    if lazy is not None:
+        return lazy
+    if len(line) > LARGE:
+        return LazyFrame.scan(line)
+    return parse_lenient_small(line)
+
+
+class _Invalid:
+    def __repr__(self) -> str:
+        return "<not JSON>"
+
+
+_INVALID = _Invalid()
+INVALID = _INVALID
+
+# -- reading an envelope without building the values ------------------------------------
+# Strings are skipped with bytes.find (memchr speed; a file's text has no unescaped quote), and
+# with a possessive regex once a string shows many escaped quotes (JSON inside a text block).
+class _Patterns:
+    """The envelope reader's regular expressions, compiled when it first runs (not at import:
+    most sessions never see a frame it is needed for)."""
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = {"ws": re.compile(rb"[ \t\n\r]*"),
+                    "string_rest": re.compile(rb'(?:[^"\\]++|\\.)*+"', re.S),
+                    "scalar": re.compile(rb"-?[0-9][0-9.eE+-]*|true|false|null"),
+                    "to_struct": re.compile(rb'[^"\[\]{}]*')}
+        self.__dict__.update(compiled)
+        return compiled[name]
+
+
+_RE = _Patterns()
+_BACKSLASH, _QUOTE = 0x5C, 0x22
+_OPEN, _CLOSE = (0x7B, 0x5B), (0x7D, 0x5D)  # { [   } ]
+_SPACE = (0x20, 0x09, 0x0A, 0x0D)
+
+
+class _Skip(ValueError):
+    """The bytes are not the JSON this reader expected."""
+
+
+class _TooBig(Exception):
+    """A value needs more work than the budget allows (the envelope reader goes round it)."""
+
+
+def _string_end(buf: Any, pos: int, limit: int | None = None) -> int:
+    """``buf[pos]`` is an opening quote; the index just after its closing quote.
+    ``limit``: give up (:class:`_TooBig`) when the string runs past this index."""
+    i = pos + 1
+    escaped = 0
+    while True:
+        q = buf.find(b'"', i) if limit is None else buf.find(b'"', i, limit)
+        if q < 0:
+            if limit is not None and limit < len(buf):
+                raise _TooBig
+            raise _Skip("unterminated string")
+        k = q - 1
+        while buf[k] == _BACKSLASH:
+            k -= 1
+        if (q - 1 - k) % 2 == 0:
+            return q + 1
+        i = q + 1
+        escaped += 1
+        if escaped > 64:
+            if limit is not None:
+                raise _TooBig
+            m = _RE.string_rest.match(buf, i)
+            if m is None:
+                raise _Skip("unterminated string")
+            return m.end()
+
+
+def _skip(buf: Any, pos: int, budget: int | None = None) -> int:
+    """The end of the JSON value starting at ``pos`` (no leading whitespace), without building
+    it. Lenient inside containers (commas and colons are not checked): it only has to find
+    where a value ends. ``budget``: give up (:class:`_TooBig`) after that many bytes."""
+    limit = None if budget is None else pos + budget
+    c = buf[pos]
+    if c == _QUOTE:
+        return _string_end(buf, pos, limit)
+    if c in _OPEN:
+        depth = 0
+        n = len(buf)
+        while pos < n:
+            ch = buf[pos]
+            if ch == _QUOTE:
+                pos = _string_end(buf, pos, limit)
+            elif ch in _OPEN:
+                depth += 1
+                pos += 1
+            elif ch in _CLOSE:
+                depth -= 1
+                pos += 1
+                if depth == 0:
+                    return pos
+            else:
+                pos = _RE.to_struct.match(buf, pos, n if limit is None else min(n, limit + 1)).end()
+            if limit is not None and pos > limit:
+                raise _TooBig
+        raise _Skip("unterminated container")
+    m = _RE.scalar.match(buf, pos)
+    if m is None:
+        raise _Skip("not a JSON value")
+    return m.end()
+
+
+def _back_ws(buf: Any, i: int) -> int:
+    """The index of the last non-whitespace byte at or before ``i``."""
+    while i >= 0 and buf[i] in _SPACE:
+        i -= 1
+    return i
+
+
+def _back_string_start(buf: Any, close: int, floor: int) -> int:
+    """``buf[close]`` is a closing quote; the index of its opening quote. Going backwards, the
+    first quote not escaped by an odd run of backslashes opens the string."""
+    i = close
+    while True:
+        q = buf.rfind(b'"', floor, i)
+        if q < 0:
+            raise _Skip("no opening quote")
+        k = q - 1
+        while k >= floor and buf[k] == _BACKSLASH:
+            k -= 1
+        if (q - 1 - k) % 2 == 0:
+            return q
+        i = q
+
+
+def _back_container_start(buf: Any, close: int, floor: int, budget: int) -> int:
+    """``buf[close]`` closes a container; the index of the bracket that opens it, found going
+    backwards within ``budget`` bytes (:class:`_TooBig` beyond)."""
+    depth = 0
+    i = close
+    stop = max(floor, close - budget)
+    while i >= stop:
+        c = buf[i]
+        if c == _QUOTE:
+            i = _back_string_start(buf, i, floor) - 1
+            continue
+        if c in _CLOSE:
+            depth += 1
+        elif c in _OPEN:
+            depth -= 1
+            if depth == 0:
+                return i
+        i -= 1
+    raise _TooBig
+
+
+def _members(buf: Any, start: int = 0, stop: int | None = None,
+             strict: bool = True) -> dict[str, tuple[int, int]] | None:
+    """Top-level members of the object in ``buf[start:stop]``: ``{key: (value_start, value_end)}``.
+
+    None when it is not an object. Small members are read from the front; the first value too
+    big to skip cheaply (a ``result``, ``params`` or ``error``) is gone round: the members after
+    it are read from the back, and what lies between is that one value. A JSON-RPC envelope
+    has one such container, so this is exact for every frame the protocol allows. With
+    ``strict`` False the value gone round may be several members (only the ones read from the
+    front and the back are certain).
+    """
+    stop = len(buf) if stop is None else stop
+    pos = _RE.ws.match(buf, start).end()
+    last = _back_ws(buf, stop - 1)
+    if pos >= stop or buf[pos] != 0x7B or last <= pos or buf[last] != 0x7D:
+        return None
+    members: dict[str, tuple[int, int]] = {}
+    pos += 1
+    while True:
+        pos = _RE.ws.match(buf, pos).end()
+        c = buf[pos]
+        if c == 0x7D:
+            if pos != last:
+                raise _Skip("text after the object")
+            return members
+        if c == 0x2C:  # ,
+            pos += 1
+            continue
+        if c != _QUOTE:
+            raise _Skip("expected a key")
+        kend = _string_end(buf, pos)
+        key = json.loads(buf[pos:kend])
+        pos = _RE.ws.match(buf, kend).end()
+        if buf[pos] != 0x3A:  # :
+            raise _Skip("expected a colon")
+        vstart = _RE.ws.match(buf, pos + 1).end()
+        try:
+            vend = _skip(buf, vstart, budget=1 << 16)
+        except _TooBig:
+            break
+        members[key] = (vstart, vend)
+        pos = vend
+    big_key, big_start = key, vstart
+    tail: dict[str, tuple[int, int]] = {}
+    p = last  # the object's closing brace
+    while True:
+        e = _back_ws(buf, p - 1)
+        if e <= big_start:
+            raise _Skip("malformed object")
+        c = buf[e]
+        if c in _CLOSE:
+            try:  # a small container (an error object, an odd id) is read from the back too
+                vs = _back_container_start(buf, e, big_start + 1, 1 << 16)
+            except _TooBig:  # the value gone round ends here
+                pairs = {0x7D: 0x7B, 0x5D: 0x5B}
+                if strict and buf[big_start] != pairs[c]:
+                    raise _Skip("mismatched container") from None
+                members[big_key] = (big_start, e + 1)
+                members.update(tail)
+                return members
+        elif c == _QUOTE:
+            vs = _back_string_start(buf, e, big_start + 1)
+        else:
+            vs = e
+            while vs > big_start and buf[vs - 1] not in _SPACE and buf[vs - 1] not in (0x3A, 0x2C):
+                vs -= 1
+        colon = _back_ws(buf, vs - 1)
+        if buf[colon] != 0x3A:
+            raise _Skip("expected a colon")
+        kclose = _back_ws(buf, colon - 1)
+        if buf[kclose] != _QUOTE:
+            raise _Skip("expected a key")
+        ks = _back_string_start(buf, kclose, big_start + 1)
+        tail[json.loads(buf[ks:kclose + 1])] = (vs, e + 1)
+        comma = _back_ws(buf, ks - 1)
+        if buf[comma] != 0x2C:
+            raise _Skip("expected a comma")
+        p = comma
+
+
+class LazyFrame:
+    """A frame routed by its envelope and parsed only on demand (see the module docstring).
+
+    Attributes:
+        line: the frame's bytes.
+        members: top-level member spans (empty for a batch).
+        is_batch: the frame is a JSON array.
+    """
+
+    __slots__ = ("is_batch", "line", "members")
+
+    def __init__(self, line: Any, members: dict[str, tuple[int, int]], is_batch: bool = False) -> None:
+        self.line = line
+        self.members = members
+        self.is_batch = is_batch
+
+    @classmethod
+    def scan(cls, line: Any) -> LazyFrame | None:
+        """Read the envelope of ``line``; None when it is not a JSON object or array."""
+        try:
+            members = _members(line)
+        except (_Skip, ValueError, IndexError, RecursionError):
+            return None
+        if members is None:
+            start = _RE.ws.match(line, 0).end()
+            last = _back_ws(line, len(line) - 1)
+            if line[start:start + 1] == b"[" and last > start and line[last] == 0x5D:
+                return cls(line, {}, is_batch=True)
+            return None
+        return cls(line, members)
+
+    def member(self, key: str, default: Any = None) -> Any:
+        """The parsed value of one top-level member (meant for the small ones: id, method)."""
+        span = self.members.get(key)
+        if span is None:
+            return default
+        try:
+            return json.loads(self.line[span[0]:span[1]])
+        except (ValueError, RecursionError):
+            return default
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.members
+
+    def parse(self) -> Any:
+        """The whole value (costs what ``json.loads`` costs); None when it does not parse."""
+        return parse_lenient_small(self.line)
+
+    def result(self) -> Any:
+        """The parsed ``result`` member alone (None when absent or unreadable)."""
+        return self.member("result")
+
+    def result_size(self) -> int:
+        """The byte length of the ``result`` member (0 when absent)."""
+        span = self.members.get("result")
+        return span[1] - span[0] if span else 0
+
+    def result_digest(self) -> dict | None:
+        """``{"synartesisDigest", "bytes", "sha256", "preview"}`` of the ``result`` member's own
+        bytes (nothing is parsed), plus ``"isError": True`` when the result says so; None
+        without a result."""
+        span = self.members.get("result")
+        if span is None:
+            return None
+        import hashlib
+        view = memoryview(self.line)[span[0]:span[1]]
+        out: dict[str, Any] = {"synartesisDigest": True, "bytes": len(view),
+                               "sha256": hashlib.sha256(view).hexdigest(),
+                               "preview": bytes(view[:PREVIEW * 4]).decode("utf-8", "replace")[:PREVIEW]}
+        if len(view) <= 1 << 16:  # small enough to parse: json.loads beats walking it here
+            result = self.result()
+            error = isinstance(result, dict) and result.get("isError") is True
+        else:
+            error = self._result_is_error(span)
+        if error:
+            out["isError"] = True
+        return out
+
+    def _result_is_error(self, span: tuple[int, int]) -> bool:
+        line = self.line
+        try:
+            inner = _members(line, *span, strict=False)
+        except (_Skip, ValueError, IndexError, RecursionError):
+            inner = None
+        if inner is not None and "isError" in inner:
+            a, b = inner["isError"]
+            return line[a:b] == b"true"
+        # isError may sit between two big members (content, structuredContent); an unescaped
+        # "isError" key there is the only way it can, so look only then
+        a, b = span
+        if inner is not None:
+            gone_round = [v for k, v in inner.items() if v[1] - v[0] > 1 << 16]
+            if gone_round:
+                a, b = gone_round[0]
+        if line.find(b'"isError"', a, b) < 0:
+            return False
+        try:
+            pos, members = span[0] + 1, {}
+            while True:
+                pos = _RE.ws.match(line, pos).end()
+                c = line[pos]
+                if c == 0x7D:
+                    break
+                if c == 0x2C:
+                    pos += 1
+                    continue
+                kend = _string_end(line, pos)
+                key = json.loads(line[pos:kend])
+                pos = _RE.ws.match(line, kend).end() + 1
+                pos = _RE.ws.match(line, pos).end()
+                end = _skip(line, pos)
+                members[key] = (pos, end)
+                pos = end
+        except (_Skip, ValueError, IndexError, RecursionError):
+            return False
+        if "isError" not in members:
+            return False
+        a, b = members["isError"]
+        return line[a:b] == b"true"
+
+
+def parse_lenient_small(line: Any) -> Any:
+    """:func:`parse_lenient` without the large-frame shortcut (the full value, or None)."""
+    try:
+        return json.loads(line)
+    except UnicodeDecodeError:
+        try:
+            return json.loads(bytes(line).decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return None
+    except (ValueError, RecursionError):
+        return None

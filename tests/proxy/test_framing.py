@@ -1,0 +1,109 @@
+"""Framing and envelope routing: frames survive any chunking; a frame too large to parse on a
+byte pump is routed by an envelope that agrees with json.loads, and a read's result is digested
+from its bytes (isError found wherever it sits)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from synartesis.proxy.framing import INVALID, LazyFrame, LineSplitter, dump, parse, parse_lenient
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
+    | st.sampled_from(['"', "\\", "\\\"", "}", "]", '"id":1', "\n"]),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4),
+    max_leaves=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=40).filter(lambda b: b"\n" not in b), max_size=8),
+       st.lists(st.integers(1, 30), min_size=1, max_size=10))
+def test_frames_come_out_whole_however_the_stream_is_cut(frames, cuts):
+    stream = b"".join(f + b"\n" for f in frames)
+    splitter, out, pos, i = LineSplitter(), [], 0, 0
+    while pos < len(stream):
+        step = cuts[i % len(cuts)]
+        out.extend(bytes(f) for f in splitter.feed(stream[pos:pos + step]))
+        pos, i = pos + step, i + 1
+    assert out == frames and splitter.rest() == b""
+
+
+def test_a_frame_without_its_newline_is_kept_for_eof():
+    splitter = LineSplitter()
+    assert splitter.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
+    assert splitter.rest() == b'{"b"'
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"]), _json,
+                       min_size=1), st.sampled_from([0, 1, 2]), st.booleans())
+def test_the_envelope_of_a_large_frame_agrees_with_json_loads(members, big_at, spaced):
+    msg = dict(members)
+    keys = list(msg)
+    big = keys[big_at % len(keys)]
+    msg[big] = {"content": [{"type": "text", "text": "x\\\"y\n" * 20000}], "nested": {"id": 99, "method": "no"}}
+    line = json.dumps(msg, indent=1 if spaced else None).encode()
+    frame = LazyFrame.scan(line)
+    assert frame is not None
+    assert set(frame.members) == set(msg)
+    for key in msg:
+        if key != big:
+            assert frame.member(key) == json.loads(json.dumps(msg[key]))
+    assert frame.parse() == json.loads(line)
+
+
+def test_frames_that_are_not_objects_or_arrays_are_not_routed():
+    assert LazyFrame.scan(b'"just a string"') is None
+    assert LazyFrame.scan(b'{"a": 1} trailing') is None
+    assert LazyFrame.scan(b"[1, 2, 3]").is_batch
+    assert parse_lenient(b"not json") is None
+    assert parse(b'{"x": "\xff"}') is INVALID  # client frames: strict UTF-8
+    assert parse_lenient(b'{"x": "\xff"}') == {"x": "\ufffd"}  # server frames: routed anyway
+
+
+def test_a_read_result_is_digested_from_its_bytes_and_its_error_flag_found_anywhere():
+    text = "line of text\n" * 100000
+    for layout, flag in ((['content', 'structuredContent', 'isError'], True),
+                         (['content', 'isError', 'structuredContent'], True),
+                         (['isError', 'content', 'structuredContent'], True),
+                         (['content', 'structuredContent'], None)):
+        result = {}
+        for k in layout:
+            result[k] = {"content": [{"type": "text", "text": text}], "structuredContent": {"content": text},
+                         "isError": True}[k]
+        line = json.dumps({"result": result, "jsonrpc": "2.0", "id": 7}).encode()
+        frame = parse_lenient(line)
+        assert isinstance(frame, LazyFrame) and frame.member("id") == 7
+        digest = frame.result_digest()
+        raw = json.dumps(result).encode()
+        assert digest["bytes"] == len(raw) and digest["sha256"] == hashlib.sha256(raw).hexdigest()
+        assert digest.get("isError") is flag
+
+
+def test_a_lone_surrogate_is_sent_as_its_escape():
+    assert dump({"v": "a\ud800"}) == b'{"v":"a\\ud800"}'
+    assert dump({"v": "ζ"}) == '{"v":"ζ"}'.encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.integers(-10**12, 10**12), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)),
+       _json, st.booleans(), st.sampled_from(["result", "error", "method"]))
+def test_an_everyday_answer_is_read_from_its_ends_exactly_as_json_loads_reads_it(mid, value, ts_order, kind):
+    msg = {"result": value, "jsonrpc": "2.0", "id": mid} if ts_order else {"jsonrpc": "2.0", "id": mid, "result": value}
+    if kind != "result":
+        msg = {("error" if kind == "error" else "method"): msg.pop("result"), **msg}
+        if kind == "method":
+            msg["method"] = "x/y"
+    line = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+    frame = parse_lenient(line)
+    if isinstance(frame, LazyFrame):
+        assert kind == "result"
+        assert frame.member("id") == mid and frame.result() == json.loads(line)["result"]
+        assert "method" not in frame
+    else:
+        assert frame == json.loads(line)

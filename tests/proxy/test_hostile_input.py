@@ -1,0 +1,126 @@
+"""Issue 9 item 6: proxy input edge cases. `"params": null` gets an answer; a lone surrogate in a
+call is refused clearly (never "-32603 internal error") and one in a server's answer is
+journalled faithfully; a call the server never answers ends as `unknown` at the call timeout,
+even a 10 MB one, and the agent is told."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, files_proxy, open_journal, proxy_argv
+
+POLICY = FAKE_POLICY + """  - match: "kv.env"
+    class: readonly
+"""
+
+
+def _kv(tmp_path, state=None, policy=POLICY):
+    manifest, journal, store = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
+    manifest.write_text(policy)
+    store.write_text(json.dumps(state if state is not None else {"k": "old"}))
+    return manifest, journal, store, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(store)])
+
+
+def test_a_tools_call_with_null_params_gets_an_answer(tmp_path, fs_server):
+    root, argv = files_proxy(tmp_path, fs_server)
+    with RawSession(argv) as s:
+        s.handshake()
+        for mid, params in ((1, None), (2, []), (3, {"arguments": {}}), (4, {"name": 7})):
+            reply = s.request(mid, "tools/call", params, timeout=10)
+            assert reply["error"]["code"] == -32602 and "tool name" in reply["error"]["message"]
+        assert s.request(5, "ping", timeout=10)["result"] == {}  # the session goes on
+        s.close()
+
+
+def test_a_lone_surrogate_in_a_call_is_refused_clearly_and_nothing_is_sent(tmp_path, fs_server):
+    root, argv = files_proxy(tmp_path, fs_server, "version: 1\nservers:\n  files: {}\ntools:\n  - match: \"files.*\"\n"
+                             "    class: reversible\n    inverse: {tool: files.write_file, args: {path: \"$.path\", content: \"\"}}\n")
+    target = str(root / "x.txt").encode()
+    with RawSession(argv) as s:
+        s.handshake()
+        s.send(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":'
+               b'{"path":"' + target + b'","content":"a\\ud800b"}}}')
+        _, reply = s.wait_for(1, timeout=10)
+        s.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_\\udfffile","arguments":{}}}')
+        _, named = s.wait_for(2, timeout=10)
+        s.close()
+    for r in (reply, named):
+        assert "error" not in r, r
+        assert r["result"]["isError"] is True
+        assert "lone UTF-16 surrogate" in r["result"]["content"][0]["text"]
+    assert not (root / "x.txt").exists()
+
+
+def test_a_lone_surrogate_in_a_servers_answer_is_journalled_as_it_came(tmp_path):
+    manifest, journal, store, argv = _kv(tmp_path, {"k": "a\ud800b"})
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, "get", {"key": "k"})["structuredContent"]["value"] == "a\ud800b"
+        # a write whose prior state holds it: recorded with the snapshot, not "-32603"
+        r = s.call(2, "put", {"key": "k", "value": "plain"})
+        assert r.get("isError") is not True, r
+        s.close()
+    with open_journal(journal) as j:
+        run = j.list_runs()[0]
+        read, write = j.actions(run.id)
+        assert (read.status, write.status) == ("applied", "applied")
+        assert j.get_json(read.result_ref)["structuredContent"]["value"] == "a\ud800b"
+        assert j.get_json(write.snapshot_ref)["value"] == "a\ud800b"
+        assert j.audit(run.id).ok
+    # and undo puts it back exactly (how the CLI then prints a surrogate is not the proxy's part)
+    cli("undo", "--json", "--manifest", str(manifest), "--journal", str(journal))
+    assert json.loads(store.read_text()) == {"k": "a\ud800b"}
+    with open_journal(journal) as j:
+        assert j.actions(j.list_runs()[0].id)[1].status == "rolled_back"
+
+
+def test_a_read_the_server_never_answers_ends_unknown_at_the_call_timeout(tmp_path):
+    manifest, journal, store, argv = _kv(tmp_path)
+    env = dict(os.environ, SYNARTESIS_CALL_TIMEOUT="1.5", FAKE_HANG="env")
+    with RawSession(argv, env=env) as s:
+        s.handshake()
+        started = time.monotonic()
+        r = s.call(1, "env", {"name": "HOME"}, timeout=20)
+        waited = time.monotonic() - started
+        assert r["isError"] is True and "outcome is unknown" in r["content"][0]["text"]
+        assert s.call(2, "get", {"key": "k"})["structuredContent"]["value"] == "old"  # still relaying
+        s.close()
+    assert 1.4 < waited < 10
+    with open_journal(journal) as j:
+        acts = j.actions(j.list_runs()[0].id)
+        assert [(a.tool, a.status) for a in acts] == [("env", "unknown"), ("get", "applied")]
+        assert "1.5 s" in acts[0].note
+
+
+def test_a_10_mb_write_the_server_never_answers_ends_unknown_at_the_call_timeout(tmp_path):
+    manifest, journal, store, argv = _kv(tmp_path)
+    big = "v" * (10 * 1024 * 1024)
+    with RawSession([*argv[:argv.index("--")], "--call-timeout", "2", *argv[argv.index("--"):]]) as s:
+        s.handshake()
+        started = time.monotonic()
+        r = s.call(1, "slow_put", {"key": "k", "value": big, "delay": 3600}, timeout=60)
+        assert time.monotonic() - started < 30
+        assert r["isError"] is True and "outcome is unknown" in r["content"][0]["text"]
+        assert s.close(timeout=30) is not None  # the sleeping server is stopped in order
+    with open_journal(journal) as j:
+        [a] = j.actions(j.list_runs()[0].id)
+        assert a.status == "unknown" and "no answer within 2 s" in a.note
+        assert j.get_json(a.args_ref)["value"] == big
+
+
+def test_the_call_timeout_is_ten_minutes_unless_changed():
+    from synartesis.proxy.main import USAGE, parse_call_timeout
+    assert parse_call_timeout(None) == 600
+    assert parse_call_timeout("0") is None and parse_call_timeout("none") is None
+    assert parse_call_timeout("2.5") == 2.5
+    assert "default: 600" in USAGE
+
+
+def test_a_bad_call_timeout_is_a_usage_error(tmp_path):
+    manifest, journal, store, argv = _kv(tmp_path)
+    bad = [*argv[:argv.index("--")], "--call-timeout", "-1", *argv[argv.index("--"):]]
+    import subprocess
+    done = subprocess.run(bad, input=b"", capture_output=True, timeout=30)
+    assert done.returncode == 2 and b"call timeout" in done.stderr
