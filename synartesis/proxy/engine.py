@@ -664,6 +664,11 @@ class Engine:
         if ctx is not None and not ctx.forwarded:
             self.reply_protocol_error(ctx, -32603, f"synartesis internal error: {exc}")
 
+    def drain(self, timeout: float) -> None:
+        """Wait until every queued call has finished (or ``timeout`` seconds, or the server is
+        gone): what ``serve`` does when a session ends, as the stdio form does at client EOF."""
+        self._drain(timeout, _Flag())
+
     def _drain(self, timeout: float, signalled: _Flag) -> None:
         """Wait until every queued call has finished (or ``timeout``, the server is gone, or a
         signal asks us to stop)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from synartesis.proxy.transport import is_unknown_answer
+
 __all__ = ["SIGN_IN_CODE", "UNKNOWN_CODE", "UNREACHABLE_CODE", "error_frame", "flatten", "id_key",
            "is_unknown_answer", "parse", "request_ids"]
 
@@ -63,13 +65,3 @@ def error_frame(rid: Any, code: int, message: str, outcome: str | None = None) -
         error["data"] = {"synartesis": {"outcome": outcome}}
     text = json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}, ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8", "surrogatepass")
-
-
-def is_unknown_answer(msg: Any) -> bool:
-    """True for an error answer whose outcome is marked unknown (see :func:`error_frame`)."""
-    if not isinstance(msg, dict):
-        return False
-    err = msg.get("error")
-    data = err.get("data") if isinstance(err, dict) else None
-    mark = data.get("synartesis") if isinstance(data, dict) else None
-    return isinstance(mark, dict) and mark.get("outcome") == "unknown"

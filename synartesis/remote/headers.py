@@ -122,6 +122,22 @@ class HeaderSpec:
                 raise UsageError(f"the {name} header's value holds a line break")
         return headers
 
+    def flags(self, *, hide_literals: bool = False) -> list[str]:
+        """The ``synartesis proxy`` / ``remote-relay`` flags for this spec; with
+        ``hide_literals`` a literal header's value is the secret mark (a recorded launch line)."""
+        from synartesis.redact import SECRET_MARK
+
+        args: list[str] = []
+        for name, value in self.literal:
+            args += ["--header", f"{name}: {SECRET_MARK if hide_literals else value}"]
+        for name, var in self.from_env:
+            args += ["--header-env", f"{name}={var}"]
+        if self.bearer_env:
+            args += ["--bearer-env", self.bearer_env]
+        if self.helper:
+            args += ["--headers-helper", self.helper]
+        return args
+
     def to_proxy(self, *, literal_in_env: bool = True) -> tuple[list[str], dict[str, str], list[str]]:
         """How a wrapped client entry carries this spec to ``synartesis proxy``.
 
@@ -133,25 +149,16 @@ class HeaderSpec:
             proxy (Codex ``env_vars``). With ``literal_in_env=False`` literal headers become
             ``--header NAME: VALUE`` arguments instead (only for values with no secret).
         """
-        args: list[str] = []
         env: dict[str, str] = {}
-        passthrough: list[str] = []
-        for i, (name, value) in enumerate(self.literal, 1):
-            if literal_in_env:
-                var = f"{HEADER_ENV_PREFIX}{i}"
-                env[var] = value
-                args += ["--header-env", f"{name}={var}"]
-            else:
-                args += ["--header", f"{name}: {value}"]
-        for name, var in self.from_env:
-            args += ["--header-env", f"{name}={var}"]
-            passthrough.append(var)
-        if self.bearer_env:
-            args += ["--bearer-env", self.bearer_env]
-            passthrough.append(self.bearer_env)
-        if self.helper:
-            args += ["--headers-helper", self.helper]
-        return args, env, passthrough
+        carried: list[tuple[str, str]] = []
+        for i, (name, value) in enumerate(self.literal if literal_in_env else (), 1):
+            var = f"{HEADER_ENV_PREFIX}{i}"
+            env[var] = value
+            carried.append((name, var))
+        spec = HeaderSpec(() if literal_in_env else self.literal, (*carried, *self.from_env), self.bearer_env,
+                          self.helper)
+        passthrough = [var for _, var in self.from_env] + ([self.bearer_env] if self.bearer_env else [])
+        return spec.flags(), env, passthrough
 
 
 def run_headers_helper(command: str, environ: Mapping[str, str], *, server: str, url: str,

@@ -217,3 +217,41 @@ def test_login_fails_clearly_when_the_server_has_no_oauth_or_is_unreachable(tmp_
             assert why in out.stderr and "Traceback" not in out.stderr
     finally:
         crm.stop()
+
+
+# -- through the bridge (synartesis proxy --url) -------------------------------------------------
+
+NOTES_POLICY = "version: 1\nservers:\n  notes: {}\ntools:\n  - match: \"notes.*\"\n    class: readonly\n    gate: never\n"
+
+
+def _bridge(tmp_path: Path, url: str) -> list[str]:
+    from helpers import synartesis_argv as argv
+    policy = tmp_path / "synartesis.yaml"
+    policy.write_text(NOTES_POLICY, encoding="utf-8")
+    return argv("proxy", "--server", "notes", "--manifest", str(policy), "--journal", str(tmp_path / "journal.db"),
+                "--url", url)
+
+
+def test_the_bridge_without_a_sign_in_fails_its_handshake_naming_login_then_works_after_it(issued, store, tmp_path):
+    from helpers import RawSession
+    server = start(issued, "--access-ttl", "2")
+    try:
+        with RawSession(_bridge(tmp_path, server.url)) as s:
+            init = s.request(0, "initialize", INIT)
+            assert init["error"]["code"] == SIGN_IN_CODE and "synartesis login notes" in init["error"]["message"]
+            s.close()
+            assert "synartesis login notes" in s.stderr_text()
+        assert login(server.url).returncode == 0
+        time.sleep(2.5)  # the access token expires: the bridge refreshes it
+        with RawSession(_bridge(tmp_path, server.url)) as s:
+            assert s.handshake()["result"]["serverInfo"]["name"] == "oauth-notes"
+            assert "count" in s.call(2, "add_note", {"text": "hello"})["content"][0]["text"]
+            s.close()
+            stderr = s.stderr_text()
+        assert "refreshed the sign-in" in stderr
+        secrets = [json.loads(line)["token"] for line in issued.read_text().splitlines()]
+        blobs = [stderr.encode(), (tmp_path / "journal.db").read_bytes()]
+        blobs += [p.read_bytes() for p in tmp_path.glob("journal.db-*")]
+        assert not [t for t in secrets for b in blobs if t.encode() in b]
+    finally:
+        server.stop()
