@@ -27,6 +27,13 @@ EVERYTHING = REPO / ".servers" / "node_modules" / "@modelcontextprotocol" / "ser
 OAUTH_SERVER = REPO / "tests" / "remote" / "oauth_server.py"
 
 
+def plain(msg):
+    """A frame's value as a test reads it: the upstream hands answers over as the engine's
+    :class:`~synartesis.proxy.framing.LazyFrame` (its envelope read, its result not built)."""
+    from synartesis.proxy.framing import LazyFrame
+    return msg.parse() if isinstance(msg, LazyFrame) else msg
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -65,6 +65,7 @@ import httpx2
 
 from synartesis import __version__
 from synartesis.log import log
+from synartesis.proxy.framing import LazyFrame, parse_lenient
 from synartesis.proxy.transport import (
     CloseHandler,
     MessageHandler,
@@ -848,32 +849,40 @@ class HttpUpstream:
     # -- routing answers and frames ---------------------------------------------------------
     def _route(self, frame: bytes, msg: Any = None) -> None:
         """One frame from the server: our own answer resolves its waiter; the rest goes to the
-        client. Answers also tick off their exchange."""
+        client. Answers also tick off their exchange. Server frames are parsed as the stdio
+        upstream parses them (:func:`~synartesis.proxy.framing.parse_lenient`): an answer or a
+        frame over 1 MiB is a :class:`~synartesis.proxy.framing.LazyFrame` whose envelope is read
+        without building the result."""
         if not frame:
             return
         if msg is None:
-            msg = _parse(frame)
-        items = msg if isinstance(msg, list) else [msg]
+            msg = parse_lenient(frame)
+        lazy = isinstance(msg, LazyFrame)
+        items = [msg] if lazy or not isinstance(msg, list) else msg
         for item in items:
-            if isinstance(item, dict) and "method" not in item and "id" in item:
-                key = _id_key(item["id"])
-                ex = self._exchanges.get(key)
-                if ex is not None:
-                    ex.waiting.discard(key)
-                    if self._exchanges.get(key) is ex:
-                        del self._exchanges[key]
-                    if ex.out.method == "initialize" and isinstance(item.get("result"), dict):
-                        version = item["result"].get("protocolVersion")
-                        if isinstance(version, str):
-                            self._protocol_version = version
-        if isinstance(msg, dict) and "method" not in msg and isinstance(msg.get("id"), str):
-            waiter = self._own.pop(msg["id"], None)
-            if waiter is not None:
-                if not waiter.done():
-                    waiter.set_result(msg)
-                return
-            if self._ids.owns(msg["id"]):
-                return  # a late answer to one of ours (it timed out): never forwarded
+            is_answer = (lazy or isinstance(item, dict)) and "method" not in item and "id" in item
+            if not is_answer:
+                continue
+            rid = item.member("id") if lazy else item["id"]
+            key = _id_key(rid)
+            ex = self._exchanges.get(key)
+            if ex is not None:
+                ex.waiting.discard(key)
+                if self._exchanges.get(key) is ex:
+                    del self._exchanges[key]
+                if ex.out.method == "initialize":
+                    result = (item.member("result") if lazy else item.get("result"))
+                    version = result.get("protocolVersion") if isinstance(result, dict) else None
+                    if isinstance(version, str):
+                        self._protocol_version = version
+            if isinstance(rid, str) and (lazy or isinstance(msg, dict)):  # ours are never in a batch
+                waiter = self._own.pop(rid, None)
+                if waiter is not None:
+                    if not waiter.done():
+                        waiter.set_result(msg.parse() if lazy else msg)
+                    return
+                if self._ids.owns(rid):
+                    return  # a late answer to one of ours (it timed out): never forwarded
         self._deliver(frame, msg)
 
     def _deliver(self, frame: bytes, msg: Any) -> None:

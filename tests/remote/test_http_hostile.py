@@ -90,7 +90,7 @@ def hostile():
 def ask(base: str, path: str, mid=1):
     got: queue.Queue = queue.Queue()
     up = HttpUpstream(base + path, label="odd", transport="http")
-    up.start(lambda raw, msg: got.put((raw, msg)), None)
+    up.start(lambda raw, msg: got.put((raw, netkit.plain(msg))), None)
     try:
         up.send(json.dumps({"jsonrpc": "2.0", "id": mid, "method": "tools/call",
                             "params": {"name": "t", "arguments": {}}}).encode())
@@ -173,7 +173,7 @@ def test_2026_requests_carry_method_and_name_headers_the_sdk_server_checks(tmp_p
     relay = netkit.Relay(crm.port)
     got: queue.Queue = queue.Queue()
     up = HttpUpstream(f"http://127.0.0.1:{relay.port}/mcp", label="crm", headers={"Authorization": f"Bearer {token}"})
-    up.start(lambda raw, msg: got.put(msg), None)
+    up.start(lambda raw, msg: got.put(netkit.plain(msg)), None)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}

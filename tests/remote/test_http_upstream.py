@@ -32,7 +32,7 @@ class Inbox:
         self.closed = threading.Event()
 
     def on_message(self, raw: bytes, msg) -> None:
-        self.frames.put((raw, msg))
+        self.frames.put((raw, netkit.plain(msg)))
 
     def on_close(self) -> None:
         self.closed.set()

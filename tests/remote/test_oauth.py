@@ -145,7 +145,7 @@ def test_an_expired_refresh_token_fails_the_handshake_naming_synartesis_login(is
         time.sleep(2.2)
         inbox: queue.Queue = queue.Queue()
         up = HttpUpstream(server.url, label="notes", auth=OAuthBearer(store, "notes", server.url))
-        up.start(lambda raw, msg: inbox.put(msg), None)
+        up.start(lambda raw, msg: inbox.put(netkit.plain(msg)), None)
         try:
             up.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}).encode())
             msg = inbox.get(timeout=20)
