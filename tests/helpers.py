@@ -655,6 +655,23 @@ CRM_CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+async def crm_agent(argv: list[str], env: dict[str, str]) -> list[tuple[str, bool]]:
+    """Make every call of :data:`CRM_CALLS` through ``argv`` (a proxy or bridge) with the SDK's
+    stdio client; returns ``(tool, is_error)`` per call."""
+    from mcp import ClientSession, StdioServerParameters
+    seen: list[tuple[str, bool]] = []
+    new_ids: list[str] = []
+    async with stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for tool, args in CRM_CALLS:
+                result = await session.call_tool(tool, resolve_call(args, new_ids))
+                seen.append((tool, bool(result.is_error)))
+                if tool == "create_customer" and not result.is_error:
+                    new_ids.append(result.structured_content["id"])
+    return seen
+
+
 def resolve_call(args: dict[str, Any], new_ids: list[str]) -> dict[str, Any]:
     """``args`` with each ``"$new[i]"`` replaced by the id the i-th create_customer answered."""
     out = {}

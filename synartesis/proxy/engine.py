@@ -40,7 +40,7 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
+from synartesis.proxy.framing import INVALID, LazyFrame, dump, id_key, parse
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 if TYPE_CHECKING:
@@ -82,19 +82,6 @@ class EngineOptions:
         self.max_snapshot_bytes = max_snapshot_bytes
         self.grace = grace
         self.eof_drain = eof_drain
-
-
-def id_key(value: Any) -> str:
-    """A JSON-RPC id as a dictionary key. Numbers compare as the server will answer them:
-    ``1`` and ``1.0`` are one id, and integers beyond 2**53 as a JavaScript server rounds them."""
-    if isinstance(value, str):
-        return "s:" + value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return "n:" + repr(float(value))
-        except OverflowError:
-            return "n:" + str(value)
-    return json.dumps(value, sort_keys=True)
 
 
 class Engine:

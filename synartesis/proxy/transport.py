@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol
 from synartesis.errors import UpstreamError
 
 __all__ = ["RequestFailed", "Upstream", "MessageHandler", "CloseHandler", "RequestIds", "ID_PREFIX",
-           "is_unknown_answer"]
+           "is_unknown_answer", "request_body"]
 
 ID_PREFIX = "syn-"
 
@@ -69,6 +69,18 @@ class RequestFailed(UpstreamError):
     def maybe_applied(self) -> bool:
         """True when the request may have reached the server (timeout or disconnect)."""
         return self.kind in ("timeout", "closed")
+
+
+def request_body(rid: str, method: str, params: dict | None = None, meta: dict | None = None) -> dict:
+    """One of our own requests as a JSON-RPC object: ``meta`` merged into ``params._meta``;
+    no ``params`` member when there are none and none were given (``params=None``)."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    p = dict(params or {})
+    if meta:
+        p["_meta"] = {**p.get("_meta", {}), **meta}
+    if p or params is not None:
+        body["params"] = p
+    return body
 
 
 def is_unknown_answer(msg: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from synartesis.proxy.framing import id_key
 from synartesis.proxy.transport import is_unknown_answer
 
 __all__ = ["SIGN_IN_CODE", "UNKNOWN_CODE", "UNREACHABLE_CODE", "error_frame", "flatten", "id_key",
@@ -36,16 +37,6 @@ def parse(frame: bytes) -> Any:
         return json.loads(frame)
     except (ValueError, RecursionError):
         return None
-
-
-def id_key(value: Any) -> str:
-    """A JSON-RPC id as a dictionary key (``1`` and ``1.0`` are one id, as servers answer)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return "n:" + repr(float(value))
-        except OverflowError:
-            return "n:" + str(value)
-    return json.dumps(value, sort_keys=True)
 
 
 def request_ids(msg: Any) -> list[Any]:

@@ -71,6 +71,7 @@ from synartesis.proxy.transport import (
     MessageHandler,
     RequestFailed,
     RequestIds,
+    request_body,
 )
 from synartesis.remote.frames import (
     SIGN_IN_CODE,
@@ -266,12 +267,7 @@ class HttpUpstream:
         if threading.current_thread() is self._thread:
             raise RuntimeError("request() called from the upstream's own thread (on_message) would wait for ever")
         mid = self._ids.next()
-        body: dict[str, Any] = {"jsonrpc": "2.0", "id": mid, "method": method}
-        p = dict(params or {})
-        if meta:
-            p["_meta"] = {**p.get("_meta", {}), **meta}
-        if p or params is not None:
-            body["params"] = p
+        body = request_body(mid, method, params, meta)
         waiter: concurrent.futures.Future = concurrent.futures.Future()
         frame = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
         self._enqueue(_Outgoing(frame, body, waiter))

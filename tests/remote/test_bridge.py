@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CRM_CALLS, RawSession, open_journal, resolve_call, run, run_async, stdio_client, synartesis_argv
+from helpers import RawSession, crm_agent, open_journal, run, run_async, stdio_client, synartesis_argv
 
 import netkit
 from synartesis.demo.crm_server import SEED, dump_store
@@ -153,21 +153,6 @@ def test_a_scripted_session_is_the_same_direct_and_through_the_bridge(tmp_path):
 
 # -- the undo loop over HTTP -------------------------------------------------------------------
 
-async def _agent(argv: list[str], env: dict) -> list[tuple[str, bool]]:
-    from mcp import ClientSession, StdioServerParameters
-    seen: list[tuple[str, bool]] = []
-    new_ids: list[str] = []
-    async with stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env)) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            for tool, args in CRM_CALLS:
-                result = await session.call_tool(tool, resolve_call(args, new_ids))
-                seen.append((tool, bool(result.is_error)))
-                if tool == "create_customer" and not result.is_error:
-                    new_ids.append(result.structured_content["id"])
-    return seen
-
-
 def _run_id(journal: Path) -> str:
     with open_journal(journal) as j:
         for _ in range(100):
@@ -183,7 +168,7 @@ def test_twenty_mutations_over_http_are_undone_to_a_byte_identical_store(tmp_pat
     original = store.read_bytes()
     policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
     env = dict(os.environ, CRM_KEY=TOKEN)
-    seen = run_async(_agent(bridge_argv("crm", server.url, policy, journal, "--bearer-env", "CRM_KEY"), env), 300)
+    seen = run_async(crm_agent(bridge_argv("crm", server.url, policy, journal, "--bearer-env", "CRM_KEY"), env), 300)
     assert len([t for t, err in seen if not err and t not in ("list_customers", "get_customer")]) >= 20
     assert store.read_bytes() != original
     run = _run_id(journal)

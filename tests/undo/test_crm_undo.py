@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import helpers
 from mcp import ClientSession, StdioServerParameters
@@ -33,20 +32,7 @@ FAILED_SEQ = 1 + next(i for i, (_, a) in enumerate(CALLS) if a.get("plan") == "p
 _resolve = helpers.resolve_call
 
 
-async def _agent(proxy: list[str], env: dict[str, str]) -> list[tuple[str, bool]]:
-    """Make every call in CALLS through the proxy; returns (tool, is_error) per call."""
-    params = StdioServerParameters(command=proxy[0], args=proxy[1:], env=env)
-    seen: list[tuple[str, bool]] = []
-    new_ids: list[str] = []
-    async with helpers.stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            for tool, args in CALLS:
-                result = await session.call_tool(tool, _resolve(args, new_ids))
-                seen.append((tool, bool(result.is_error)))
-                if tool == "create_customer" and not result.is_error:
-                    new_ids.append(result.structured_content["id"])
-    return seen
+_agent = helpers.crm_agent
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, Path, list[str], dict[str, str]]:
