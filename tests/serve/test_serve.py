@@ -129,10 +129,17 @@ def test_the_sdk_client_calls_through_serve_and_the_calls_are_journalled_and_gat
         return await session.call_tool("send_email", email)
     assert not sdk(s.url("crm"), s.token, retry).is_error
     assert len(json.loads(store.read_text())["outbox"]) == 1
+    again = sdk(s.url("crm"), s.token, retry)  # spent: held anew, then denied
+    assert again.is_error
+    action2 = again.content[0].text.split("synartesis approve ")[1].split()[0]
+    assert cli("deny", action2, "--reason", "enough mail", *where).returncode == 0
+    denied = sdk(s.url("crm"), s.token, retry)
+    assert denied.is_error and "enough mail" in denied.content[0].text
+    assert len(json.loads(store.read_text())["outbox"]) == 1
     with open_journal(tmp_path / "journal.db") as j:
         runs = j.list_runs()
         statuses = sorted(a.status for r in runs for a in j.actions(r.id))
-    assert len(runs) == 2 and statuses == ["applied", "applied", "used"] or "approved" in statuses, statuses
+    assert len(runs) == 4 and "applied" in statuses and "denied" in statuses, statuses
 
 
 @pytest.mark.slow
