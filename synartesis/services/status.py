@@ -112,7 +112,10 @@ def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
     for rule in tools:
         if not isinstance(rule, dict) or not str(rule.get("match", "")).startswith(f"{key}."):
             continue
-        if rule.get("class") == "irreversible" and rule.get("gate", "always") == "always":
+        # held rules: irreversible ones (held unless told otherwise) and any rule drafted with
+        # gate: always, such as a server-declared compensation nobody has checked yet
+        default = "always" if rule.get("class") == "irreversible" else "never"
+        if rule.get("gate", default) == "always":
             gated += 1
     return {"source": source, "policy_id": meta.get("policy_id"), "provenance": spec.get("provenance"),
             "checked": meta.get("checked"), "todo": gated,

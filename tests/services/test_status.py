@@ -100,3 +100,17 @@ def test_status_cli_json_keys_and_exit_codes(fake_home, tmp_path):
     assert p.returncode == 0, p.stdout
     p = helpers.run(cmd[:-1], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 0 and "2 of 2 server entries covered" in p.stdout
+
+
+def test_a_drafted_rule_held_by_gate_always_counts_as_a_todo_whatever_its_class():
+    """A server-declared compensation is drafted compensable but held (gate: always) until a
+    person checks it: status counts it with the irreversible ones."""
+    from synartesis.services.status import _policy_info
+
+    tools = [{"match": "notes.create_note", "class": "compensable", "gate": "always"},
+             {"match": "notes.delete_note", "class": "irreversible"},
+             {"match": "notes.read_note", "class": "readonly"},
+             {"match": "notes.rename", "class": "reversible"},
+             {"match": "other.x", "class": "irreversible"}]
+    info = _policy_info("notes", {"notes": {}}, tools, {})
+    assert info["todo"] == 2
