@@ -117,7 +117,7 @@ def find_remote(env: Env, name: str, url: str | None = None) -> RemoteTarget:
         return RemoteTarget(name, url, environ=dict(env.environ))
     from synartesis.clients.descriptor import load_descriptors
     from synartesis.clients.discover import discover
-    from synartesis.clients.entries import entry_env, expand, is_ours
+    from synartesis.clients.entries import entry_env, expand, is_ours, ours_server
 
     found: list[RemoteTarget] = []
     for f in discover(env, load_descriptors()).files:
@@ -125,10 +125,21 @@ def find_remote(env: Env, name: str, url: str | None = None) -> RemoteTarget:
             continue
         desc = f.descriptor
         for entry in f.view.entries:
-            if entry.name != name or not isinstance(entry.value, dict):
+            if not isinstance(entry.value, dict):
+                continue
+            ours = entry.kind == "stdio" and is_ours(entry.command, entry.args)
+            # a wrapped entry answers to its --server key too (install may have made it `git-cursor`)
+            if entry.name != name and not (ours and ours_server(entry.args) == name):
                 continue
             environ = entry_env(entry.value, desc.expansion, env.environ, str(env.home))
             where = f"{desc.id} {f.location.path}"
+            raw = entry.value.get("auth" if desc.id == "cursor" else "oauth")  # kept on a wrapped entry too
+            oauth: Mapping = raw if isinstance(raw, Mapping) else {}
+            port = oauth.get("callbackPort")
+            sign_in = {"client_id": oauth.get("clientId") or oauth.get("CLIENT_ID") or oauth.get("client_id"),
+                       "client_secret": oauth.get("CLIENT_SECRET"),
+                       "callback_port": port if isinstance(port, int) else None,
+                       "scopes": _scopes(oauth.get("scopes")) or _scopes(entry.value.get("scopes"))}
             if entry.kind == "remote":
                 try:
                     spec: RemoteEntry | None = remote_entry(entry.value, desc.id)
@@ -136,21 +147,15 @@ def find_remote(env: Env, name: str, url: str | None = None) -> RemoteTarget:
                     continue
                 if spec is None:
                     continue
-                raw = entry.value.get("auth" if desc.id == "cursor" else "oauth")
-                oauth: Mapping = raw if isinstance(raw, Mapping) else {}
                 headers = HeaderSpec(tuple((h, expand(v, desc.expansion, environ, str(env.home)))
                                            for h, v in spec.headers.literal), spec.headers.from_env,
                                      spec.headers.bearer_env, spec.headers.helper)
-                port = oauth.get("callbackPort")
-                found.append(RemoteTarget(
-                    name, expand(spec.url, desc.expansion, environ, str(env.home)), spec.transport, headers, environ,
-                    client_id=oauth.get("clientId") or oauth.get("CLIENT_ID") or oauth.get("client_id"),
-                    client_secret=oauth.get("CLIENT_SECRET"), callback_port=port if isinstance(port, int) else None,
-                    scopes=_scopes(oauth.get("scopes")) or _scopes(entry.value.get("scopes")), source=where))
-            elif entry.kind == "stdio" and is_ours(entry.command, entry.args):
+                found.append(RemoteTarget(name, expand(spec.url, desc.expansion, environ, str(env.home)),
+                                          spec.transport, headers, environ, source=where, **sign_in))
+            elif ours:
                 got = proxy_remote_args(entry.args, environ)
                 if got is not None:
-                    found.append(RemoteTarget(name, got[0], got[2], got[1], environ, source=where))
+                    found.append(RemoteTarget(name, got[0], got[2], got[1], environ, source=where, **sign_in))
     if not found:
         raise UsageError(f"no client config has a remote server named {name}; give its URL with --url")
     urls = sorted({t.url for t in found})

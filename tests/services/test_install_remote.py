@@ -199,3 +199,25 @@ def test_a_dry_run_diff_hides_literal_header_secrets(fake_home, tmp_path):
     plan = plan_install(env, options(tmp_path, client="claude-code"))
     (fp,) = [f for f in plan.files if f.status == "change"]
     assert SECRET not in shown_config_text("claude-code", fp.new)
+
+
+def test_login_finds_a_remote_server_by_name_wrapped_or_not(fake_home, tmp_path, monkeypatch):
+    from synartesis.errors import UsageError
+    from synartesis.services.remote import find_remote
+    monkeypatch.setenv("NOTES_KEY", "k-123")
+    text = json.dumps({"mcpServers": {
+        "notes": {"type": "http", "url": "https://notes.example/mcp", "headers": {"X-Key": "${NOTES_KEY}"},
+                  "oauth": {"clientId": "cid", "callbackPort": 8123, "scopes": ["a", "b"]}}}})
+    place(fake_home, "claude-code", text)
+    env = make_env(fake_home)
+    before = find_remote(env, "notes")
+    assert before.url == "https://notes.example/mcp" and before.client_id == "cid"
+    assert before.callback_port == 8123 and before.scopes == "a b"
+    assert before.headers.resolve(before.environ) == {"x-key": "k-123"}  # expanded as Claude Code would, in memory
+    install(env, tmp_path, client="claude-code", include_oauth=True)
+    after = find_remote(env, "notes")
+    assert after.url == "https://notes.example/mcp" and after.headers.resolve(after.environ) == {"x-key": "k-123"}
+    assert after.client_id == "cid" and after.callback_port == 8123
+    with pytest.raises(UsageError):
+        find_remote(env, "nope")
+    assert find_remote(env, "nope", "https://x.example/mcp").url == "https://x.example/mcp"
