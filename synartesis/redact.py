@@ -262,6 +262,8 @@ def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
     if not isinstance(arg, str):
         return arg
     if flag is not None and not (arg.startswith("-") and len(arg) > 1):
+        if _names_variables(flag):  # --header-env NAME=VAR, --bearer-env VAR: names, not values
+            return arg
         if flag in _HEADER_FLAGS:
             m = _HEADER_RE.match(arg)
             if m and m.group(1).lower() not in _HARMLESS_HEADERS and m.group(2) \
@@ -297,8 +299,16 @@ def _flag_is_secret(flag: str) -> bool:
     return flag.startswith("--") and is_secret_name(flag)
 
 
+def _names_variables(flag: str) -> bool:
+    """A flag like ``--header-env`` / ``--bearer-env``: its value names environment variables
+    (``NAME=VAR``, ``VAR``) that hold the secret. Not docker's one-word ``--env A=secret``."""
+    words = _words(flag)
+    return flag.startswith("--") and len(words) >= 2 and words[-1] == "env"
+
+
 def _takes_value(flag: str) -> bool:
-    return flag in _SECRET_SHORT_FLAGS or flag in _HEADER_FLAGS or _flag_is_secret(flag)
+    return (flag in _SECRET_SHORT_FLAGS or flag in _HEADER_FLAGS or _flag_is_secret(flag)
+            or _names_variables(flag))
 
 
 def redact_argv(argv: list[str], mark: str = SECRET_MARK) -> tuple[list[str], bool]:

@@ -69,6 +69,9 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_cache: Path)
     for var, sub in _TOOL_CACHE_VARS.items():
         monkeypatch.setenv(var, str(tool_cache / sub))
     monkeypatch.setenv("NO_COLOR", "1")
+    # OAuth sign-ins go to a file under the temporary home, never into the real keychain
+    monkeypatch.setenv("SYNARTESIS_TOKEN_STORE", "file")
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     before = _WATCH.snapshot()
     yield home
     changed = _WATCH.changes(before, _WATCH.snapshot())

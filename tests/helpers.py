@@ -626,3 +626,64 @@ def run_async(coro: Any, timeout: float = 300) -> Any:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+# The toy CRM's long mixed run (tests/undo/test_crm_undo.py, tests/remote/test_bridge.py).
+GREEK = "Σημειώσεις: «γραμμή ένα»\nline two\twith a tab, \"quotes\" and a \\ backslash"
+
+# (tool, arguments); "$new[i]" stands for the id the i-th create_customer answered with.
+CRM_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("list_customers", {}),
+    ("update_customer", {"id": "c_001", "plan": "free"}),                       # 1
+    ("update_customer", {"id": "c_001", "notes": GREEK}),                       # 2
+    ("create_customer", {"name": "Katherine Johnson", "email": "kj@example.com",
+                         "plan": "pro"}),                                        # 3
+    ("update_customer", {"id": "c_002", "email": "grace@wrong.example"}),       # 4
+    ("delete_customer", {"id": "c_003"}),                                       # 5
+    ("update_customer", {"id": "$new[0]", "notes": "met at the conference"}),   # 6
+    ("create_customer", {"name": "Edsger Dijkstra"}),                           # 7
+    ("update_customer", {"id": "c_999", "notes": "no such customer"}),          # held: nothing to restore
+    ("update_customer", {"id": "c_001", "plan": "platinum"}),                   # refused by the server
+    ("update_customer", {"id": "c_002", "plan": "pro", "name": "G. Hopper"}),   # 8
+    ("restore_customer", {"id": "c_003", "name": "Alan Turing", "email": "turing@example.com",
+                          "plan": "enterprise", "notes": "restored by the agent"}),  # 9
+    ("update_customer", {"id": "c_003", "plan": "free"}),                       # 10
+    ("get_customer", {"id": "c_003"}),
+    ("create_customer", {"name": "Barbara Liskov", "plan": "enterprise"}),      # 11
+    ("update_customer", {"id": "$new[1]", "plan": "pro"}),                      # 12
+    ("delete_customer", {"id": "$new[1]"}),                                     # 13
+    ("update_customer", {"id": "$new[2]", "email": "bl@example.com"}),          # 14
+    ("create_customer", {"name": "Frances Allen", "notes": "Ελληνικά"}),        # 15
+    ("update_customer", {"id": "c_001", "name": "Augusta Ada King", "notes": ""}),  # 16
+    ("update_customer", {"id": "$new[3]", "plan": "enterprise"}),               # 17
+    ("update_customer", {"id": "c_002", "notes": "line\r\nbreaks"}),            # 18
+    ("update_customer", {"id": "$new[0]", "plan": "free", "notes": ""}),        # 19
+    ("update_customer", {"id": "c_001", "plan": "enterprise"}),                 # 20
+]
+
+
+async def crm_agent(argv: list[str], env: dict[str, str]) -> list[tuple[str, bool]]:
+    """Make every call of :data:`CRM_CALLS` through ``argv`` (a proxy or bridge) with the SDK's
+    stdio client; returns ``(tool, is_error)`` per call."""
+    from mcp import ClientSession, StdioServerParameters
+    seen: list[tuple[str, bool]] = []
+    new_ids: list[str] = []
+    async with stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for tool, args in CRM_CALLS:
+                result = await session.call_tool(tool, resolve_call(args, new_ids))
+                seen.append((tool, bool(result.is_error)))
+                if tool == "create_customer" and not result.is_error:
+                    new_ids.append(result.structured_content["id"])
+    return seen
+
+
+def resolve_call(args: dict[str, Any], new_ids: list[str]) -> dict[str, Any]:
+    """``args`` with each ``"$new[i]"`` replaced by the id the i-th create_customer answered."""
+    out = {}
+    for key, value in args.items():
+        if isinstance(value, str) and value.startswith("$new["):
+            value = new_ids[int(value[5:-1])]
+        out[key] = value
+    return out

@@ -164,3 +164,12 @@ def test_free_text_backstop_hides_known_tokens_and_url_passwords() -> None:
     out = redact_text(line)
     assert GHP not in out and ":pw@" not in out and '"zz"' not in out
     assert redact_string("${X}") == "${X}"
+
+
+def test_flags_that_name_variables_keep_their_values_and_docker_env_does_not():
+    from synartesis.redact import redact_argv
+    argv = ["remote-relay", "--url", "https://x/mcp", "--header-env", "Authorization=SYNARTESIS_HEADER_1",
+            "--bearer-env", "API_TOKEN", "--url-env", "SYNARTESIS_URL"]
+    assert redact_argv(argv) == (argv, False)
+    shown, hidden = redact_argv(["docker", "run", "--env", "API_KEY=sk-abcdefghijklmnopqrstuvwxyz0123"])
+    assert hidden and "sk-abc" not in " ".join(shown)

@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> None:
         from synartesis.proxy.main import main as proxy_main
 
         sys.exit(proxy_main(args[1:], saga_hook=_saga))
+    if args and args[0] == "remote-relay":  # what undo, check, pin and init start for a remote server
+        from synartesis.remote.relay import main as relay_main
+
+        sys.exit(relay_main(args[1:]))
     from synartesis.cli.app import run
 
     sys.exit(run(args))

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "synartesis.cli.policy_cmds",
     "synartesis.cli.demo_cmds",
     "synartesis.cli.tui_cmds",
+    "synartesis.cli.remote_cmds",
     "synartesis.cli.desktop_cmds",
 )
 
@@ -47,6 +48,7 @@ COMMAND_INDEX = {
     "install": "install_cmds", "status": "install_cmds", "uninstall": "install_cmds",
     "init": "policy_cmds", "check": "policy_cmds", "pin": "policy_cmds",
     "demo": "demo_cmds",
+    "login": "remote_cmds", "logout": "remote_cmds", "serve": "remote_cmds",
     "desktop": "desktop_cmds",
 }
 

@@ -141,6 +141,7 @@ def _plan_json(plan: Any) -> dict[str, Any]:
         "forgotten": [{"file": r.get("file"), "name": r.get("name")} for r in plan.forget],
         "warnings": plan.warnings,
         "restart": plan.restart,
+        "logins": plan.logins,
     }
 
 
@@ -154,6 +155,9 @@ def install(
                                   "known servers adopt their shipped policy unchecked, others a catch-all gated draft."),
     include_project_files: bool = typer.Option(False, "--include-project-files",
                                                help="Also edit shared project files (.cursor/mcp.json, .codex/config.toml)."),
+    include_oauth: bool = typer.Option(False, "--include-oauth",
+                                       help="Also wrap remote servers the client signs in to with OAuth "
+                                            "(then run the `synartesis login NAME` commands it lists)."),
     timeout: float = typer.Option(20.0, "--timeout", help="Seconds to wait for each server to start.", metavar="S"),
     proxy_path: Optional[str] = typer.Option(None, "--proxy-path", hidden=True,
                                              help="Absolute path of the synartesis executable to write."),
@@ -161,8 +165,10 @@ def install(
     """Wrap every MCP server of Claude Code, Claude Desktop, Cursor and Codex so it runs through synartesis.
 
     Each stdio entry keeps its name and every key; only command/args change to
-    `<synartesis> proxy --server NAME -- <original command and args>`. Remote entries and entries
-    wrapped by another tool are reported, not touched. Each file is backed up first
+    `<synartesis> proxy --server NAME -- <original command and args>`. A remote entry (url) is
+    bridged: it runs `<synartesis> proxy --server NAME --url URL …`, its credentials passed by
+    reference; one the client signs in to with OAuth only with --include-oauth. Entries wrapped
+    by another tool are reported, not touched. Each file is backed up first
     ($SYNARTESIS_HOME/backups), written atomically, and refused if the client changed it meanwhile.
     The user policy $SYNARTESIS_HOME/synartesis.yaml gets a policy per new server.
     Claude Desktop and Codex must be restarted afterwards. --dry-run still starts servers to
@@ -175,7 +181,8 @@ def install(
     bar = _Bar(enabled=not json_out)
     try:
         plan = plan_install(env, InstallOptions(client=client, include_project_files=include_project_files,
-                                                start=not no_start, timeout=timeout, proxy_path=proxy_path),
+                                                include_oauth=include_oauth, start=not no_start, timeout=timeout,
+                                                proxy_path=proxy_path),
                             progress=bar)
     finally:
         bar.stop()
@@ -215,6 +222,8 @@ def install(
                 _write_plain(_diff(str(plan.policy_path), old, plan.policy_new.encode()))
             for hint in plan.restart:
                 out.print(f"  after installing: {hint}")
+            for cmd in plan.logins:
+                out.print(f"  after installing, sign in: {cmd}")
             out.print("dry run: nothing was written")
         raise typer.Exit(problems)
     if not plan.changes:
@@ -237,6 +246,10 @@ def install(
             out.print(f"✓ policy written: {result.policy_path}")
         for hint in result.restart:
             out.print(f"[bold]restart needed[/bold] — {hint}")
+        if plan.logins:
+            out.print("[bold]sign in[/bold] — these remote servers use OAuth; sign the bridge in, once each:")
+            for cmd in plan.logins:
+                out.print(f"  {cmd}", markup=False, highlight=False)
     raise typer.Exit(problems or (0 if result.ok else 1))
 
 

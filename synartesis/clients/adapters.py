@@ -26,6 +26,7 @@ from synartesis.redact import DISPLAY_MARK, redact_argv, redact_member, redact_t
 __all__ = [
     "ConfigView",
     "Wrap",
+    "WrapRemote",
     "Unwrap",
     "AddShadow",
     "RemoveShadow",
@@ -78,6 +79,24 @@ class Wrap:
 
 
 @dataclass(frozen=True)
+class WrapRemote:
+    """Turn the remote entry at ``locator`` into a stdio entry that runs the bridge.
+
+    ``command``/``args`` (and ``env`` entries carrying header references, and for Codex the
+    ``env_vars`` names to pass through) are added. JSON: ``type`` becomes ``"stdio"`` (added
+    when absent) and every other key stays as it is. TOML (Codex rejects ``url`` next to
+    ``command``): the HTTP-only keys and sub-tables are turned into comments
+    (``# synartesis: …``), so the file still holds them and uninstall gives the bytes back.
+    """
+
+    locator: tuple[str, ...]
+    command: str
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    env_vars: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Unwrap:
     """Restore an entry we wrapped, from its install record."""
 
@@ -100,7 +119,7 @@ class RemoveShadow:
     record: Mapping[str, Any]
 
 
-Change = Wrap | Unwrap | AddShadow | RemoveShadow
+Change = Wrap | WrapRemote | Unwrap | AddShadow | RemoveShadow
 
 
 @dataclass(frozen=True)
@@ -344,6 +363,10 @@ class JsonAdapter:
                 ch = changes[i]
                 if isinstance(ch, Wrap):
                     e, rec = self._wrap(text, root, ch)
+                elif isinstance(ch, WrapRemote):
+                    e, rec = self._wrap_remote(text, root, ch)
+                elif isinstance(ch, Unwrap) and ch.record.get("op") == "wrap-remote":
+                    e, rec = self._unwrap_remote(text, root, ch.record)
                 elif isinstance(ch, Unwrap):
                     e, rec = self._unwrap(text, root, ch.record)
                 else:
@@ -355,7 +378,7 @@ class JsonAdapter:
             batch.clear()
 
         for i, ch in enumerate(changes):
-            if isinstance(ch, (Wrap, Unwrap)):
+            if isinstance(ch, (Wrap, WrapRemote, Unwrap)):
                 batch.append(i)
                 continue
             flush()
@@ -436,6 +459,97 @@ class JsonAdapter:
             "original_value_sha": value_sha(entry.value),
             "proxy": ch.prefix[0],
         }
+
+    @staticmethod
+    def remote_value(value: Mapping[str, Any], ch: WrapRemote) -> dict[str, Any]:
+        """The value a remote entry has once wrapped (what :meth:`_wrap_remote` writes)."""
+        out = dict(value)
+        out["type"] = "stdio"
+        out["command"] = ch.command
+        out["args"] = list(ch.args)
+        if ch.env:
+            out["env"] = dict(ch.env)
+        return out
+
+    def _wrap_remote(self, text: str, root: jsonedit.Node,
+                     ch: WrapRemote) -> tuple[list[jsonedit.Edit], dict[str, Any]]:
+        entry = self._entry(root, ch.locator)
+        for key in ("command", "args", "env"):
+            if entry.member(key) is not None:
+                raise EntryShapeError(f"the remote entry already has {key!r}; not wrapped")
+        if not entry.members:
+            raise EntryShapeError("the remote entry is an empty object")
+        old = text[entry.start:entry.end]
+        # edits are made on the whole text (so indentation is measured where the entry really
+        # is), one at a time, all inside the entry; its new text replaces the old in one edit
+        cur, node = text, entry
+        reverse: list[list[Any]] = []
+        type_m = node.member("type")
+        if type_m is not None:
+            t = type_m.node
+            cur = cur[:t.start] + '"stdio"' + cur[t.end:]
+            reverse.append([t.start - entry.start, t.start - entry.start + len('"stdio"'), [old[t.start - entry.start:t.end - entry.start]]])
+            node = self._entry(jsonedit.parse(cur), ch.locator)
+        ins_start = node.members[-1].node.end
+        members: list[tuple[str, Any]] = ([] if type_m is not None else [("type", "stdio")]) + \
+            [("command", ch.command), ("args", list(ch.args))] + ([("env", dict(ch.env))] if ch.env else [])
+        before = len(cur)
+        for key, value in members:
+            def render(mi: str | None, unit: str, nl: str, value: Any = value) -> str:
+                if mi is None:
+                    return json.dumps(value, ensure_ascii=False)
+                return jsonedit.dump_value(value, mi, unit, nl)
+            cur = jsonedit.apply_edits(cur, [jsonedit.insert_member(cur, node, key, render)])
+            node = self._entry(jsonedit.parse(cur), ch.locator)
+        reverse.append([ins_start - entry.start, ins_start - entry.start + len(cur) - before, [""]])
+        written = cur[node.start:node.end]
+        restored = jsonedit.apply_edits(written, [(a, b, render_template(t, [])) for a, b, t in reverse])
+        if restored != old:
+            raise EntryShapeError("the wrapped entry would not give the original back")
+        written_value = node.value
+        if written_value != self.remote_value(entry.value, ch):
+            raise EntryShapeError("the wrapped entry is not what was meant")
+        return [(entry.start, entry.end, written)], {
+            "op": "wrap-remote",
+            "format": "json",
+            "locator": list(ch.locator),
+            "reverse": reverse,
+            "original_sha": text_sha(old),
+            "written_sha": text_sha(written),
+            "written_value_sha": value_sha(written_value),
+            "original_value_sha": value_sha(entry.value),
+            "type": entry.value.get("type") if isinstance(entry.value.get("type"), str) else None,
+            "added_type": type_m is None,
+            "proxy": ch.command,
+        }
+
+    def _unwrap_remote(self, text: str, root: jsonedit.Node,
+                       record: Mapping[str, Any]) -> tuple[list[jsonedit.Edit], dict[str, Any]]:
+        entry = self._entry(root, record["locator"])
+        cur = text[entry.start:entry.end]
+        if text_sha(cur) == record["written_sha"]:
+            restored = jsonedit.apply_edits(cur, [(int(a), int(b), render_template(t, []))
+                                                  for a, b, t in record["reverse"]])
+            if text_sha(restored) != record["original_sha"]:
+                raise EntryShapeError("the recorded restore does not give back the original entry")
+            return [(entry.start, entry.end, restored)], {"op": "unwrap", "how": "exact"}
+        if value_sha(entry.value) != record["written_value_sha"]:
+            raise EntryShapeError("the entry is no longer what synartesis wrote")
+        # the same value, formatted by someone else: take our members out, put the type back
+        edits: list[jsonedit.Edit] = []
+        keys = ["command", "args", "env"] + (["type"] if record.get("added_type") else [])
+        work, node = cur, jsonedit.parse(cur)
+        for key in keys:
+            rm = jsonedit.remove_member(work, node, key)
+            if rm is not None:
+                work = jsonedit.apply_edits(work, [rm])
+                node = jsonedit.parse(work)
+        if not record.get("added_type") and record.get("type") is not None:
+            t = node.member("type")
+            if t is not None:
+                work = work[:t.node.start] + jsonedit.dumps_string(record["type"]) + work[t.node.end:]
+        edits.append((entry.start, entry.end, work))
+        return edits, {"op": "unwrap", "how": "value"}
 
     @staticmethod
     def _elements(text: str, entry: jsonedit.Node) -> list[str]:
@@ -699,18 +813,29 @@ class TomlAdapter:
         return _upgraded(record, [at], args_tpl, elems, None)
 
     def render(self, view: ConfigView, changes: Sequence[Change]) -> Rendered:
-        """See :meth:`ClientAdapter.render`. Shadows do not exist for TOML clients."""
+        """See :meth:`ClientAdapter.render`. Shadows do not exist for TOML clients.
+
+        Remote entries are edited on the text first (whole lines: see :class:`WrapRemote`),
+        then the stdio changes through tomlkit."""
+        nl = jsonedit.newline_of(view.text)
+        text = view.text
+        records: list[dict[str, Any] | None] = [None] * len(changes)
+        for n, ch in enumerate(changes):
+            if isinstance(ch, WrapRemote):
+                text, records[n] = _toml_wrap_remote(text, view, ch, nl)
+            elif isinstance(ch, Unwrap) and ch.record.get("op") == "wrap-remote":
+                text, records[n] = _toml_unwrap_remote(text, view, ch.record, nl)
         try:
-            doc = tomledit.editable(view.text)
+            doc = tomledit.editable(text)
         except tomledit.TomlSyntaxError as exc:
             raise EntryShapeError(str(exc)) from None
-        nl = jsonedit.newline_of(view.text)
-        records: list[dict[str, Any]] = []
-        for ch in changes:
+        for n, ch in enumerate(changes):
+            if records[n] is not None:
+                continue
             if isinstance(ch, Wrap):
-                records.append(self._wrap(doc, view, ch, nl))
+                records[n] = self._wrap(doc, view, ch, nl)
             elif isinstance(ch, Unwrap):
-                records.append(self._unwrap(doc, view, ch.record, nl))
+                records[n] = self._unwrap(doc, view, ch.record, nl)
             else:
                 raise EntryShapeError("shadow entries exist only in Claude Code's JSON config")
         text = tomledit.dumps(doc)
@@ -719,9 +844,9 @@ class TomlAdapter:
         except tomledit.TomlSyntaxError as exc:
             raise EntryShapeError(f"the edited TOML does not parse: {exc}") from None
         for rec in records:
-            if rec.get("op") == "wrap":
+            if rec and rec.get("op") in ("wrap", "wrap-remote"):
                 rec["written_value_sha"] = value_sha(_get_path(plain, rec["locator"]))
-        return Rendered(tomledit.encode(text, view.bom), records)
+        return Rendered(tomledit.encode(text, view.bom), [r or {} for r in records])
 
     @staticmethod
     def _table(doc: Any, locator: Sequence[str]) -> Any:
@@ -849,16 +974,156 @@ class TomlAdapter:
         return {"op": "unwrap", "how": how}
 
 
+#: Codex keys that belong to its HTTP transport only: on an entry with ``command`` they make
+#: Codex reject the whole file ("url is not supported for stdio", openai/codex config types)
+CODEX_HTTP_KEYS = ("url", "bearer_token_env_var", "http_headers", "env_http_headers", "scopes",
+                   "oauth_resource", "oauth")
+_TOML_MARK = "# synartesis: "
+
+
+def _line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """From the start of ``start``'s line to the end of ``end``'s line (its newline included)."""
+    a = text.rfind("\n", 0, start) + 1
+    b = text.find("\n", end)
+    return a, (len(text) if b < 0 else b + 1)
+
+
+def _toml_spans(text: str) -> list[tuple[str, tuple[str, ...], int, int]]:
+    try:
+        return tomledit.scan_spans(text)
+    except tomledit.TomlSyntaxError as exc:
+        raise EntryShapeError(str(exc)) from None
+
+
+def _toml_header(spans: list[tuple[str, tuple[str, ...], int, int]], locator: Sequence[str]) -> tuple[int, int]:
+    """The span of the entry's own ``[table]`` header."""
+    loc = tuple(locator)
+    header = next(((a, b) for kind, path, a, b in spans if kind == "table" and path == loc), None)
+    if header is None:
+        raise EntryShapeError("the entry is not written as its own [table] (an inline table or dotted keys); "
+                              "not wrapped")
+    return header
+
+
+def _toml_http_lines(text: str, spans: list[tuple[str, tuple[str, ...], int, int]],
+                     locator: Sequence[str]) -> list[tuple[int, int]]:
+    """The line ranges of the entry's HTTP-only keys and sub-tables (Codex's HTTP transport)."""
+    loc = tuple(locator)
+    http: list[tuple[int, int]] = []
+    in_http_table = False
+    for kind, path, a, b in spans:
+        under = path[:len(loc)] == loc and len(path) > len(loc)
+        if kind == "table":
+            in_http_table = under and path[len(loc)] in CODEX_HTTP_KEYS
+            if in_http_table:
+                http.append(_line_bounds(text, a, b))
+            continue
+        if under and len(path) == len(loc) + 1 and path[-1] in ("command", "args", "env", "env_vars"):
+            raise EntryShapeError(f"the remote entry already has {path[-1]!r}; not wrapped")
+        if in_http_table or (under and path[len(loc)] in CODEX_HTTP_KEYS):
+            http.append(_line_bounds(text, a, b))
+    return http
+
+
+def _toml_wrap_remote(text: str, view: ConfigView, ch: WrapRemote, nl: str) -> tuple[str, dict[str, Any]]:
+    """Comment out the entry's HTTP-only lines and add command/args/env_vars/env after its header."""
+    original = _get_path(view.value, ch.locator)
+    if not isinstance(original, dict) or "url" not in original:
+        raise EntryShapeError("not a remote entry")
+    spans = _toml_spans(text)
+    h_start, h_end = _toml_header(spans, ch.locator)
+    http = _toml_http_lines(text, spans, ch.locator)
+    block = f"command = {tomledit.string_text(ch.command)}{nl}"
+    block += "args = [" + ", ".join(tomledit.string_text(a) for a in ch.args) + "]" + nl
+    if ch.env_vars:
+        block += "env_vars = [" + ", ".join(tomledit.string_text(v) for v in ch.env_vars) + "]" + nl
+    if ch.env:
+        block += "env = { " + ", ".join(f"{tomledit.string_text(k)} = {tomledit.string_text(v)}"
+                                        for k, v in ch.env) + " }" + nl
+    header_line_end = _line_bounds(text, h_start, h_end)[1]
+    commented: list[str] = []
+    pieces: list[str] = []
+    pos = 0
+    edits = sorted({*http})
+    inserted = False
+    for a, b in edits:
+        if a < header_line_end <= b:
+            raise EntryShapeError("the entry's header shares a line with an HTTP key; not wrapped")
+        if not inserted and a >= header_line_end:
+            pieces.append(text[pos:header_line_end])
+            pieces.append(block)
+            pos, inserted = header_line_end, True
+        pieces.append(text[pos:a])
+        for line in text[a:b].splitlines(keepends=True):
+            commented.append(text_sha(line))
+            pieces.append(_TOML_MARK + line)
+        pos = b
+    if not inserted:
+        pieces.append(text[pos:header_line_end])
+        pieces.append(block)
+        pos = header_line_end
+    pieces.append(text[pos:])
+    new_text = "".join(pieces)
+    if not new_text.endswith(("\n", "\r")) and text.endswith(("\n", "\r")):
+        raise EntryShapeError("the edit lost the file's final newline")
+    return new_text, {
+        "op": "wrap-remote", "format": "toml", "locator": list(ch.locator),
+        "block_sha": text_sha(block), "block_lines": block.count(nl) if nl else block.count("\n"),
+        "commented": commented, "original_value_sha": value_sha(original), "written_value_sha": "",
+        "proxy": ch.command,
+    }
+
+
+def _toml_unwrap_remote(text: str, view: ConfigView, record: Mapping[str, Any], nl: str) -> tuple[str, dict[str, Any]]:
+    """Take out what :func:`_toml_wrap_remote` added and uncomment what it commented, exactly."""
+    current = _get_path(view.value, record["locator"])
+    if current is None or value_sha(current) != record["written_value_sha"]:
+        raise EntryShapeError("the entry is no longer what synartesis wrote")
+    h_start, h_end = _toml_header(_toml_spans(text), record["locator"])
+    header_line_end = _line_bounds(text, h_start, h_end)[1]
+    lines = text[header_line_end:].splitlines(keepends=True)
+    n = int(record["block_lines"])
+    if text_sha("".join(lines[:n])) != record["block_sha"]:
+        raise EntryShapeError("the lines synartesis added to the entry were changed; not restored")
+    rest = lines[n:]
+    want = list(record["commented"])
+    out: list[str] = []
+    for line in rest:
+        if want and line.startswith(_TOML_MARK) and text_sha(line[len(_TOML_MARK):]) == want[0]:
+            out.append(line[len(_TOML_MARK):])
+            want.pop(0)
+        else:
+            out.append(line)
+    if want:
+        raise EntryShapeError("the settings synartesis turned into comments are gone (the client rewrote "
+                              "the file?); not restored: use uninstall --from-backup")
+    return text[:header_line_end] + "".join(out), {"op": "unwrap", "how": "exact"}
+
+
 def adapter_for(descriptor: ClientDescriptor) -> JsonAdapter | TomlAdapter:
     """The adapter for a descriptor's format (an explicit table, no plugin discovery)."""
     return {"json": JsonAdapter, "toml": TomlAdapter}[descriptor.format](descriptor)
 
 
-def expected_after(value: Any, changes: Sequence[Change]) -> Any:
-    """The plain document value ``changes`` should produce (used to verify a render)."""
+def expected_after(value: Any, changes: Sequence[Change], fmt: str = "json") -> Any:
+    """The plain document value ``changes`` should produce (used to verify a render);
+    ``fmt`` is the file's format (a remote wrap differs: see :class:`WrapRemote`)."""
     out = copy.deepcopy(value)
     for ch in changes:
-        if isinstance(ch, Wrap):
+        if isinstance(ch, WrapRemote):
+            parent = _get_path(out, ch.locator[:-1])
+            entry = parent[ch.locator[-1]]
+            if fmt == "toml":
+                new = {k: v for k, v in entry.items() if k not in CODEX_HTTP_KEYS}
+                new["command"], new["args"] = ch.command, list(ch.args)
+                if ch.env_vars:
+                    new["env_vars"] = list(ch.env_vars)
+                if ch.env:
+                    new["env"] = dict(ch.env)
+            else:
+                new = JsonAdapter.remote_value(entry, ch)
+            parent[ch.locator[-1]] = new
+        elif isinstance(ch, Wrap):
             entry = _get_path(out, ch.locator)
             orig = [entry["command"], *entry.get("args", [])]
             entry["command"] = ch.prefix[0]
@@ -935,7 +1200,7 @@ def shown_text(descriptor: ClientDescriptor, data: bytes | None, mark: str = DIS
     if data is None:
         return ""
     text = data.decode("utf-8", "replace")
-    body = text[1:] if text.startswith("\ufeff") else text
+    body = text.removeprefix("\ufeff")
     try:
         body = _shown_json(body, mark) if descriptor.format == "json" else _shown_toml(body, mark)
     except (ValueError, RecursionError):  # not parseable: only the line backstop applies

@@ -50,6 +50,23 @@ class ManagedPolicy:
         return None
 
 
+    def blocks_remote(self, name: str, url: str) -> str | None:
+        """Why wrapping the remote entry ``name`` at ``url`` must be skipped, else None: a
+        ``serverUrl`` rule (``*`` wildcards) stops matching once the entry runs a command."""
+        import fnmatch
+
+        def hit(rule: dict[str, Any]) -> bool:
+            pattern = rule.get("serverUrl")
+            return isinstance(pattern, str) and fnmatch.fnmatchcase(url, pattern)
+        if any(hit(r) for r in self.denied):
+            return ("denied by URL in Claude Code managed settings; wrapping it would evade the "
+                    "administrator's rule, so it is left alone")
+        if any(hit(r) for r in self.allowed) and not any(r.get("serverName") == name for r in self.allowed):
+            return ("allowed only by its URL in Claude Code managed settings; a wrapped entry would be "
+                    "blocked, so it is left alone")
+        return None
+
+
 def _rules(value: Any) -> list[dict[str, Any]]:
     return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 

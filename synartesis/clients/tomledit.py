@@ -33,6 +33,7 @@ __all__ = [
     "set_item_text",
     "delete_item",
     "dumps",
+    "scan_spans",
 ]
 
 
@@ -352,18 +353,12 @@ def scan_value(text: str, start: int = 0) -> ValueSpan:
         raise TomlSyntaxError("unexpected end of the value") from None
 
 
-def scan_document(text: str) -> list[tuple[tuple[str, ...], ValueSpan]]:
-    """Every ``key = value`` of a TOML document: (full key path, the value's spans), in order.
-
-    The path joins the table header (``[a.b]`` / ``[[a.b]]``) with the dotted key. Cheaper
-    than a tomlkit parse; used to show a file with its secrets hidden.
-
-    Raises:
-        TomlSyntaxError: the text is not TOML this scanner reads.
-    """
+def _walk(text: str) -> list[tuple[str, tuple[str, ...], int, int, ValueSpan | None]]:
+    """Every table header and ``key = value`` in order: ``(kind, path, start, end, value)``
+    (``value`` None for a header). The path joins the header with the dotted key."""
     sc = _Scanner(text)
     t = text
-    out: list[tuple[tuple[str, ...], ValueSpan]] = []
+    out: list[tuple[str, tuple[str, ...], int, int, ValueSpan | None]] = []
     table: tuple[str, ...] = ()
     i = 0
     try:
@@ -378,14 +373,39 @@ def scan_document(text: str) -> list[tuple[tuple[str, ...], ValueSpan]]:
                 close = "]]" if double else "]"
                 if not t.startswith(close, j):
                     raise TomlSyntaxError("expected the end of a table header")
+                out.append(("table", keys, i, j + len(close), None))
                 table, i = keys, j + len(close)
                 continue
+            start = i
             keys, j = sc.key(i)
             j = sc.ws(j)
             if not t.startswith("=", j):
                 raise TomlSyntaxError("expected '='")
             value = sc.value(sc.ws(j + 1))
-            out.append(((*table, *keys), value))
+            out.append(("item", (*table, *keys), start, value.end, value))
             i = value.end
     except IndexError:
         raise TomlSyntaxError("unexpected end of the document") from None
+
+
+def scan_document(text: str) -> list[tuple[tuple[str, ...], ValueSpan]]:
+    """Every ``key = value`` of a TOML document: (full key path, the value's spans), in order.
+
+    The path joins the table header (``[a.b]`` / ``[[a.b]]``) with the dotted key. Cheaper
+    than a tomlkit parse; used to show a file with its secrets hidden.
+
+    Raises:
+        TomlSyntaxError: the text is not TOML this scanner reads.
+    """
+    return [(path, value) for kind, path, _s, _e, value in _walk(text) if value is not None]
+
+
+def scan_spans(text: str) -> list[tuple[str, tuple[str, ...], int, int]]:
+    """Every table header and ``key = value`` of a TOML document, in order, with where it is:
+    ``("table", path, start, end)`` for a header (``[[…]]`` too), ``("item", full key path,
+    key start, value end)`` for a key/value. Lets a caller edit whole lines of one entry.
+
+    Raises:
+        TomlSyntaxError: the text is not TOML this scanner reads.
+    """
+    return [(kind, path, start, end) for kind, path, start, end, _v in _walk(text)]

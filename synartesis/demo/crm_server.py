@@ -26,6 +26,15 @@ Semantics follow reference-spec §8.5 (the TypeScript fixture it describes):
   and while serving fd 1 itself points at stderr and frames go through a private duplicate.
 
 Run: ``python -m synartesis.demo.crm_server --state FILE [--now ISO-8601]``.
+
+Over Streamable HTTP (the remote form, as a hosted server such as Synap is reached):
+``python -m synartesis.demo.crm_server --http [--host 127.0.0.1] [--port P] --state FILE``
+serves ``http://HOST:PORT/mcp`` (``--port 0``: any free port) and writes
+``toy-crm: serving URL`` on stderr once it listens. Every request must carry
+``Authorization: Bearer TOKEN`` where TOKEN is the value of the environment variable named
+by ``--token-env`` (default ``CRM_TOKEN``), compared in constant time; anything else gets 401
+with ``WWW-Authenticate: Bearer`` before it reaches the MCP layer. The variable must be set.
+SIGTERM or SIGINT stops it.
 """
 
 from __future__ import annotations
@@ -451,28 +460,93 @@ async def _serve_stdio(server: MCPServer) -> None:
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
+class _BearerCheck:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            import hmac
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = b'{"error":"invalid_token","error_description":"a valid bearer token is required"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer error="invalid_token"')]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _serve_http(server: MCPServer, host: str, port: int, token: str,
+                tls: tuple[str, str] | None = None) -> None:
+    """Serve ``server`` over Streamable HTTP at ``/mcp`` until SIGTERM/SIGINT (HTTPS with ``tls``:
+    certificate and key files)."""
+    import socket
+
+    import uvicorn
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    app = _BearerCheck(server.streamable_http_app(host=host), token)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
+                            ssl_certfile=tls[0] if tls else None, ssl_keyfile=tls[1] if tls else None)
+    shown = f"[{host}]" if ":" in host else host
+    sys.stderr.write(f"toy-crm: serving {'https' if tls else 'http'}://{shown}:{bound}/mcp\n")
+    sys.stderr.flush()
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m synartesis.demo.crm_server",
-        description="The toy CRM MCP server (stdio) used by `synartesis demo`.")
+        description="The toy CRM MCP server used by `synartesis demo` (stdio; --http for Streamable HTTP).")
     parser.add_argument("--state", type=Path, default=None,
                         help="JSON store to load on start and rewrite after every write "
                              "(created from the seed when missing); in memory if omitted")
     parser.add_argument("--now", default=None,
                         help="fixed timestamp for sent emails (for deterministic tests)")
+    parser.add_argument("--http", action="store_true",
+                        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on with --http (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port with --http (default 0: any free port)")
+    parser.add_argument("--tls-cert", default=None, help="with --http: serve HTTPS with this certificate (PEM)")
+    parser.add_argument("--tls-key", default=None, help="with --http: the certificate's private key (PEM)")
+    parser.add_argument("--token-env", default="CRM_TOKEN",
+                        help="environment variable holding the bearer token --http requires (default CRM_TOKEN)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve the toy CRM on stdin/stdout until stdin ends. Returns the exit code (2: bad state file)."""
+    """Serve the toy CRM on stdin/stdout until stdin ends (``--http``: over Streamable HTTP until
+    SIGTERM). Returns the exit code (2: bad state file or no token for ``--http``; 1: cannot listen)."""
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     try:
         store = CrmStore(args.state.resolve() if args.state else None, now=args.now)
     except (ValueError, OSError) as exc:
         sys.stderr.write(f"toy-crm: {exc}\n")
         return 2
+    token = os.environ.get(args.token_env, "") if args.http else ""
+    if args.http and not token:
+        sys.stderr.write(f"toy-crm: --http needs a bearer token in ${args.token_env}\n")
+        return 2
     with contextlib.redirect_stdout(sys.stderr):
         server = build_server(store)
+    if args.http:
+        try:
+            _serve_http(server, args.host, args.port, token,
+                        (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None)
+        except OSError as exc:
+            sys.stderr.write(f"toy-crm: cannot listen on {args.host}:{args.port}: {exc}\n")
+            return 1
+        return 0
     anyio.run(_serve_stdio, server)
     return 0
 

@@ -40,7 +40,7 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
+from synartesis.proxy.framing import INVALID, LazyFrame, dump, id_key, parse
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 if TYPE_CHECKING:
@@ -90,19 +90,6 @@ class EngineOptions:
         self.max_snapshot_bytes = max_snapshot_bytes
         self.grace = grace
         self.eof_drain = eof_drain
-
-
-def id_key(value: Any) -> str:
-    """A JSON-RPC id as a dictionary key. Numbers compare as the server will answer them:
-    ``1`` and ``1.0`` are one id, and integers beyond 2**53 as a JavaScript server rounds them."""
-    if isinstance(value, str):
-        return "s:" + value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return "n:" + repr(float(value))
-        except OverflowError:
-            return "n:" + str(value)
-    return json.dumps(value, sort_keys=True)
 
 
 class Engine:
@@ -700,6 +687,11 @@ class Engine:
         log("error", "internal error in tools/call", error=repr(exc))
         if ctx is not None and not ctx.forwarded:
             self.reply_protocol_error(ctx, -32603, f"synartesis internal error: {exc}")
+
+    def drain(self, timeout: float) -> None:
+        """Wait until every queued call has finished (or ``timeout`` seconds, or the server is
+        gone): what ``serve`` does when a session ends, as the stdio form does at client EOF."""
+        self._drain(timeout, _Flag())
 
     def _drain(self, timeout: float, signalled: _Flag) -> None:
         """Wait until every queued call has finished (or ``timeout``, the server is gone, or a

@@ -22,7 +22,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["INVALID", "LARGE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "parse", "parse_lenient",
+__all__ = ["INVALID", "LARGE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "id_key", "parse", "parse_lenient",
            "parse_lenient_small", "read_frames", "write_frame"]
 
 #: frames above this many bytes are routed by their envelope and parsed only on demand
@@ -82,6 +82,19 @@ def dump(msg: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(msg, separators=(",", ":")).encode("ascii")
+
+
+def id_key(value: Any) -> str:
+    """A JSON-RPC id as a dictionary key. Numbers compare as the server will answer them:
+    ``1`` and ``1.0`` are one id, and integers beyond 2**53 as a JavaScript server rounds them."""
+    if isinstance(value, str):
+        return "s:" + value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return "n:" + repr(float(value))
+        except OverflowError:
+            return "n:" + str(value)
+    return json.dumps(value, sort_keys=True)
 
 
 def read_frames(fd: int, on_frame: Any, chunk: int = 1 << 16) -> None:

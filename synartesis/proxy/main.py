@@ -6,6 +6,9 @@ Forms:
 - ``synartesis proxy [--manifest P] [--journal P] [--server NAME]``: start the policy's
   server (``servers.NAME.command/args``); with two or more servers in the policy and no NAME,
   every one of them, with ``SERVER__tool`` names.
+- ``synartesis proxy --server NAME --url URL [header flags]``: the stdio ↔ remote bridge
+  (:mod:`synartesis.remote.bridge`): the same engine, the upstream a Streamable HTTP / SSE
+  server. Like the installed form it uses only ``$SYNARTESIS_HOME``'s policy (or --manifest).
 
 Start-up order, because every client launch pays it for every server: the server is spawned
 first (its own start-up, hundreds of milliseconds for ``node``, overlaps ours); then the policy
@@ -38,11 +41,22 @@ options:
   --log-level L              debug, info, warn, error, silent (default: info)
   --saga                     saga mode for every server: a failed call first rolls back the run's
                              earlier changes (per server: servers.NAME.saga: true in the policy)
+
+a remote server (a stdio <-> Streamable HTTP / SSE bridge) instead of a command:
+  --url URL | --url-env VAR  the server's MCP endpoint (or the variable holding it)
+  --header "NAME: VALUE"     a header (repeatable); --header-env NAME=VAR takes its value from $VAR
+  --bearer-env VAR           Authorization: Bearer $VAR
+  --headers-helper CMD       a command printing a JSON object of headers (run as Claude Code runs it)
+  --transport T              auto (Streamable HTTP, falling back to SSE), http or sse
 """
 
 _VALUE_FLAGS = {"--server", "--manifest", "--journal", "--call-timeout", "--read-timeout",
-                "--max-snapshot-bytes", "--log-level"}
+                "--max-snapshot-bytes", "--log-level",
+                # the remote form (synartesis.remote.bridge); --header and --header-env repeat
+                "--url", "--url-env", "--header", "--header-env", "--bearer-env", "--headers-helper", "--transport"}
 _BOOL_FLAGS = {"--saga"}
+_REPEATABLE = {"--header", "--header-env"}
+_REMOTE_KEYS = ("url", "url-env", "header", "header-env", "bearer-env", "headers-helper", "transport")
 
 
 def _fail(message: str, code: int) -> int:
@@ -79,7 +93,10 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
                     raise ValueError(f"{name} needs a value")
                 value = argv[i + 1]
                 i += 1
-            opts[name[2:]] = value
+            if name in _REPEATABLE and name[2:] in opts:  # kept in order, one value per line
+                opts[name[2:]] += "\n" + value
+            else:
+                opts[name[2:]] = value
             i += 1
             continue
         if tok.startswith("-"):
@@ -179,7 +196,12 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
     from synartesis.policy.cache import cache_path, load_policy_cached
 
     env = Env.current()
-    if command and "manifest" not in opts:
+    remote = _remote_spec(opts)
+    if isinstance(remote, int):
+        return remote
+    if remote is not None and command:
+        return _fail("give the server's command after -- or --url, not both", 2)
+    if (command or remote is not None) and "manifest" not in opts:
         # The installed form is started by a client in whatever folder it likes (often a
         # project the agent works on): a synartesis.yaml found there must not replace the
         # user's policy, so only $SYNARTESIS_HOME (or --manifest) is used.
@@ -199,7 +221,7 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
         note = f"there is no policy at {policy_path}, so every tool is held"
     protected = [str(cache_path(policy_path, journal_path.parent))]
     server = opts.get("server")
-    if not command:
+    if not command and remote is None:
         if policy is None:
             return _fail(f"no server command after -- and no policy at {policy_path}", 2)
         if server is None and len(policy.servers) >= 2:
@@ -211,7 +233,7 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
             return _fail(f"server {server} has no command in {policy_path}; give it after --", 2)
         command = [spec.command, *spec.args]
     if server is None:
-        return _fail("--server NAME is required with a command after --", 2)
+        return _fail("--server NAME is required with a command after -- or --url", 2)
     if "." in server or "__" in server:
         return _fail(f'server name {server} may not contain "." or "__"', 2)
     if policy is not None and server not in policy.servers:
@@ -228,26 +250,45 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
         os.environ.update({k: expand_env(v, os.environ) for k, v in policy.servers[server].env.items()
                            if k not in os.environ})
 
-    from synartesis.errors import UpstreamError
+    from synartesis.errors import UpstreamError, UsageError
     from synartesis.proxy.downstream import StdioDownstream
     from synartesis.proxy.engine import Engine
-    from synartesis.proxy.stdio import StdioUpstream
     try:
-        if popen is not None:
-            upstream = StdioUpstream(popen, server)
+        if remote is not None:  # the stdio <-> remote bridge: HTTP is imported only here
+            from synartesis.remote.bridge import open_remote, relay_launch
+            upstream = open_remote(server, remote, os.environ)
+            launch = relay_launch(server, remote)
         else:
-            upstream = StdioUpstream.spawn(command[0], command[1:], capture_stderr=False, die_with_parent=False,
-                                           label=server)
+            from synartesis.proxy.stdio import StdioUpstream
+            if popen is not None:
+                upstream = StdioUpstream(popen, server)
+            else:
+                upstream = StdioUpstream.spawn(command[0], command[1:], capture_stderr=False, die_with_parent=False,
+                                               label=server)
+            launch = {"command": command[0], "args": command[1:], "cwd": os.getcwd()}
+    except UsageError as exc:
+        return _fail(str(exc), 2)
     except UpstreamError as exc:
         return _fail(str(exc), 1)
     downstream = StdioDownstream()
     engine = Engine(server, upstream, downstream.send, policy=policy, journal_path=journal_path, options=options,
-                    launch={"command": command[0], "args": command[1:], "cwd": os.getcwd()}, policy_note=note,
-                    protected=protected, saga_hook=saga_hook)
+                    launch=launch, policy_note=note, protected=protected, saga_hook=saga_hook)
     try:
         return engine.serve(downstream)
     except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
         return _fail(str(exc), 1)
+
+
+def _remote_spec(opts: dict[str, str]):
+    """The ``--url`` form's spec; None for a command; an exit code for bad remote flags."""
+    if not any(k in opts for k in _REMOTE_KEYS):
+        return None
+    from synartesis.errors import UsageError
+    from synartesis.remote.bridge import remote_spec
+    try:
+        return remote_spec({k: opts[k].split("\n") for k in _REMOTE_KEYS if k in opts})
+    except UsageError as exc:
+        return _fail(str(exc), 2)
 
 
 def _serve_policy(policy, policy_path, journal_path, options, protected, saga_hook=None) -> int:

@@ -36,7 +36,7 @@ from synartesis.policy.sqlgate import should_gate
 from synartesis.proxy.call import SURROGATE_REFUSAL, CallContext, is_plain_read, lone_surrogate, tool_result
 from synartesis.proxy.framing import PREVIEW, LazyFrame
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
-from synartesis.proxy.transport import RequestFailed
+from synartesis.proxy.transport import RequestFailed, is_unknown_answer
 
 __all__ = ["DECLARED_NOTE", "GATE_PREFIX", "CallContext", "CallHost", "ReadOutcome", "classify_read", "handle_call",
            "is_plain_read", "read_record", "resolve_call", "run_read", "run_read_sync", "tool_result"]
@@ -230,7 +230,8 @@ def read_record(item: dict) -> dict:
     if not isinstance(msg, dict):
         return {**item, "status": "unknown", "note": "the server's answer was not JSON-RPC"}
     if "error" in msg:
-        return {**item, "status": "failed", "note": f"the server answered with an error: {_error_message(msg.get('error'))}"}
+        status = "unknown" if is_unknown_answer(msg) else "failed"  # unknown: a remote answer was lost
+        return {**item, "status": status, "note": f"the server answered with an error: {_error_message(msg.get('error'))}"}
     result = msg.get("result")
     if is_error(result):
         return {**item, "status": "failed", "note": f"the server refused the call: {error_text(result)}",
@@ -466,6 +467,9 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         j.mark_unknown(action_id, "outcome unknown: the server's answer was not JSON-RPC")
         return
     if "error" in msg:
+        if is_unknown_answer(msg):  # a remote transport lost the answer after the call was sent
+            j.mark_unknown(action_id, f"outcome unknown: {_error_message(msg.get('error') or {})}")
+            return
         error = _error_message(msg.get("error") or {})
         j.mark_failed(action_id, f"the server answered with an error: {error}")
         _answer_held(host, ctx, msg, server_of(ctx, host), str(error))

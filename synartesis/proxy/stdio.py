@@ -29,7 +29,7 @@ from typing import Any
 
 from synartesis.proxy.framing import LazyFrame, dump, parse_lenient, read_frames, write_frame
 from synartesis.proxy.spawn import popen_server
-from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds
+from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds, request_body
 
 __all__ = ["PendingRequest", "StdioUpstream"]
 
@@ -191,12 +191,7 @@ class StdioUpstream:
             RequestFailed(kind="unsent"): it could not be written.
         """
         mid = self.ids.next()
-        body: dict[str, Any] = {"jsonrpc": "2.0", "id": mid, "method": method}
-        p = dict(params or {})
-        if meta:
-            p["_meta"] = {**p.get("_meta", {}), **meta}
-        if p or params is not None:
-            body["params"] = p
+        body = request_body(mid, method, params, meta)
         waiting = PendingRequest(method, callback)
         self._pending[mid] = waiting
         try:

@@ -22,6 +22,9 @@ Contract every implementation keeps:
   upstream that always parses (dicts) is correct too.
   ``on_message`` must not block on the upstream (it must not call :meth:`Upstream.request`:
   the reader thread that would deliver the answer is the one waiting).
+- **Lost answers.** A transport that can lose one forwarded request's answer while the
+  connection lives on (a remote POST that dropped) answers it with an error whose
+  ``data.synartesis.outcome`` is ``"unknown"`` (:func:`is_unknown_answer`).
 - **Closing.** ``on_close()`` is called once, after the last ``on_message``, when no more frames
   can come (the child closed its output, the remote session ended). Requests still waiting
   then fail with ``RequestFailed(kind="closed")``.
@@ -35,7 +38,8 @@ from typing import Any, Callable, Protocol
 
 from synartesis.errors import UpstreamError
 
-__all__ = ["RequestFailed", "Upstream", "MessageHandler", "CloseHandler", "RequestIds", "ID_PREFIX"]
+__all__ = ["RequestFailed", "Upstream", "MessageHandler", "CloseHandler", "RequestIds", "ID_PREFIX",
+           "is_unknown_answer", "request_body"]
 
 ID_PREFIX = "syn-"
 
@@ -65,6 +69,31 @@ class RequestFailed(UpstreamError):
     def maybe_applied(self) -> bool:
         """True when the request may have reached the server (timeout or disconnect)."""
         return self.kind in ("timeout", "closed")
+
+
+def request_body(rid: str, method: str, params: dict | None = None, meta: dict | None = None) -> dict:
+    """One of our own requests as a JSON-RPC object: ``meta`` merged into ``params._meta``;
+    no ``params`` member when there are none and none were given (``params=None``)."""
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    p = dict(params or {})
+    if meta:
+        p["_meta"] = {**p.get("_meta", {}), **meta}
+    if p or params is not None:
+        body["params"] = p
+    return body
+
+
+def is_unknown_answer(msg: Any) -> bool:
+    """True for the error answer a transport makes up for a forwarded request whose real answer
+    was lost after the request was sent (a remote connection dropped): its
+    ``error.data.synartesis.outcome`` is ``"unknown"``. The journal records ``unknown`` for it,
+    never ``failed``: the server may have carried the request out."""
+    if not isinstance(msg, dict):
+        return False
+    err = msg.get("error")
+    data = err.get("data") if isinstance(err, dict) else None
+    mark = data.get("synartesis") if isinstance(data, dict) else None
+    return isinstance(mark, dict) and mark.get("outcome") == "unknown"
 
 
 class Upstream(Protocol):

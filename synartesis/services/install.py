@@ -34,7 +34,7 @@ import yaml
 
 from synartesis import fsops
 from synartesis.canonical import canonical, sha256_hex
-from synartesis.clients.adapters import (AddShadow, Change, RemoveShadow, Unwrap, Wrap, EntryShapeError,
+from synartesis.clients.adapters import (AddShadow, Change, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
                                          adapter_for, expected_after, shown_text)
 from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
 from synartesis.clients.discover import FoundFile, discover, read_location
@@ -45,6 +45,7 @@ from synartesis.clients.managed import ManagedPolicy, load_managed
 from synartesis.errors import ConflictError, PolicyError, SynartesisError, UsageError
 from synartesis.paths import backups_dir, POLICY_FILENAME, Env, synartesis_home
 from synartesis.redact import DISPLAY_MARK, redact_argv, scrub, secret_parts
+from synartesis.services.install_remote import DESKTOP_CONNECTORS, decide_remote, remote_wrap
 from synartesis.services.install_state import load_state, now, save_state, state_path
 
 __all__ = [
@@ -87,10 +88,13 @@ class InstallOptions:
         proxy_path: absolute path of the ``synartesis`` executable to write (None = find it).
         system_root: where absolute system paths (managed settings) are looked up (tests).
         concurrency: servers started at once.
+        include_oauth: also wrap remote entries that sign in with OAuth through the client
+            (the bridge then needs ``synartesis login KEY``).
     """
 
     client: str | None = None
     include_project_files: bool = False
+    include_oauth: bool = False
     start: bool = True
     timeout: float = 20.0
     proxy_path: str | None = None
@@ -155,6 +159,7 @@ class InstallPlan:
     start_errors: dict[str, str] = field(default_factory=dict)
     forget: list[dict[str, Any]] = field(default_factory=list)
     upgrades: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    logins: list[str] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
@@ -433,6 +438,7 @@ class _Cover:
     file: str
     command: str
     args: list[str]
+    extra_env: tuple[tuple[str, str], ...] = ()  # a wrapped remote entry's env (references)
 
 
 def _claude_approval(user_value: Any, project_key: str, name: str, root: Path) -> str | None:
@@ -566,8 +572,49 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                 return "blocked", why
         return "wrap", ""
 
+    logins: list[str] = []
+
+    def cover_remote(f: FoundFile, fp: FilePlan, entry: ServerEntry, shadow: tuple[FoundFile, str] | None) -> None:
+        """A remote entry: wrap it in place (or, for a Claude Code project file, cover it with a
+        local-scope entry in ``shadow``'s user file), or report why not."""
+        desc = f.descriptor
+        action, reason = decide_remote(desc, entry, include_oauth=options.include_oauth,
+                                       managed=managed(desc) if desc.managed else None)
+        if action != "wrap":
+            report(fp, entry, "remote" if action in ("oauth", "uncovered") else action, reason)
+            return
+        url = entry.value.get("url") if isinstance(entry.value, dict) else ""
+        k = keys.assign(entry.name, _fp("remote", [str(url)]), desc.id, "project" if shadow else entry.scope,
+                        known.get(_origin_id(desc.id, f.location.path, entry.name, entry.project)))
+        try:
+            wrap = remote_wrap(desc, entry, k)
+        except UsageError as exc:
+            report(fp, entry, "invalid", f"its credentials cannot be read: {exc.message}")
+            return
+        change = WrapRemote(entry.locator, proxy, wrap.args, wrap.env, wrap.env_vars)
+        pending = {"client": desc.id, "file": str(f.location.path), "target": str(f.target), "scope": entry.scope,
+                   "name": entry.name, "project": entry.project, "policy_key": k, "remote": True,
+                   "fingerprint": _fp("remote", [str(url)])}
+        if shadow is None:
+            fp.changes.append(change)
+            fp.pending.append(pending)
+            report(fp, entry, "wrap", "remote server: bridged", k)
+        else:
+            holder, pkey = shadow
+            hp = file_plan(holder)
+            hp.changes.append(AddShadow(("projects", pkey, "mcpServers"), entry.name,
+                                        JsonAdapter.remote_value(entry.value, change)))
+            hp.pending.append({**pending, "file": str(holder.location.path), "target": str(holder.target),
+                               "scope": "local", "project": pkey, "source": str(f.location.path)})
+            report(fp, entry, "shadow", f"covered by a local-scope entry in {holder.location.path}", k)
+        if wrap.oauth:
+            logins.append(f"synartesis login {k}")
+        covers.append(_Cover(k, desc, entry, str(f.location.path), proxy, list(wrap.relay), wrap.env))
+
     user_files = [f for f in found.files if f.location.scope != "project"]
     project_files = [f for f in found.files if f.location.scope == "project"]
+    if any(f.descriptor.id == "claude-desktop" for f in found.files):
+        warnings.append(DESKTOP_CONNECTORS + "; only the servers in the file are covered")
 
     # 1. entries in user files (and project files we may edit)
     editable = list(user_files)
@@ -580,7 +627,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             continue
         for entry in f.view.entries:
             if entry.kind == "remote":
-                report(fp, entry, "remote", "remote server (url): not wrapped (bridging comes later)")
+                cover_remote(f, fp, entry, None)
                 continue
             if entry.kind == "invalid":
                 report(fp, entry, "invalid", entry.detail)
@@ -619,7 +666,8 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                 if entry.kind == "stdio" and is_ours(entry.command, entry.args):
                     report(fp, entry, "ours", "already wrapped by synartesis", ours_server(entry.args))
                 elif entry.kind == "remote":
-                    report(fp, entry, "remote", "remote server (url): not wrapped (bridging comes later)")
+                    report(fp, entry, "uncovered", "project file meant to be shared: not edited "
+                                                   "(use --include-project-files)")
                 else:
                     report(fp, entry, "uncovered", "project file meant to be shared: not edited "
                                                    "(use --include-project-files)")
@@ -635,9 +683,6 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         if holder is None:
             holder = next((uf for uf in user_files if uf.descriptor.id == f.descriptor.id and uf.view is not None), None)
         for entry in f.view.entries:
-            if entry.kind == "remote":
-                report(fp, entry, "remote", "remote server (url): not wrapped (bridging comes later)")
-                continue
             if entry.kind == "invalid":
                 report(fp, entry, "invalid", entry.detail)
                 continue
@@ -658,6 +703,13 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                 else:
                     report(fp, entry, "shadowed", "a local-scope entry of the same name wins over it "
                                                   "(that entry is listed under the user file)")
+                continue
+            if entry.kind == "remote":
+                why = _claude_approval(holder.view.value, pkey, entry.name, Path(pkey))
+                if why:
+                    report(fp, entry, "uncovered", why)
+                else:
+                    cover_remote(f, fp, entry, (holder, pkey))
                 continue
             action, reason = decide_stdio(f.descriptor, entry)
             if action == "ours":
@@ -778,8 +830,10 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     if home_given and Path(home_given).expanduser() != env.home / ".synartesis":
         warnings.append("SYNARTESIS_HOME is set: Claude Desktop and Codex do not pass it to servers, so "
                         "their proxies look for the policy in ~/.synartesis")
+    kept = {p["policy_key"] for fp in plans for p in fp.pending}
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
-                       restart, start_errors, forget, upgrades)
+                       restart, start_errors, forget, upgrades,
+                       [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept])
 
 
 def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
@@ -794,7 +848,7 @@ def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
     rendered = adapter.render(f.view, changes)
     new_view = adapter.read(f.location, rendered.data)
     # compared as canonical JSON: ``nan`` is not equal to itself (issue 9 item 8)
-    if value_sha(new_view.value) != value_sha(expected_after(f.view.value, changes)):
+    if value_sha(new_view.value) != value_sha(expected_after(f.view.value, changes, f.descriptor.format)):
         raise EntryShapeError("the edited file does not hold exactly the intended change")
     undo: list[Change] = [RemoveShadow(r) if r["op"] == "shadow" else Unwrap(r) for r in reversed(rendered.records)]
     back = adapter.render(new_view, undo)
@@ -847,6 +901,7 @@ async def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, pr
         home = str(env.home)
         value = c.entry.value if isinstance(c.entry.value, dict) else {}
         child_env = entry_env(value, style, env.environ, home)
+        child_env.update({k: expand(v, style, env.environ, home) for k, v in c.extra_env})
         command = expand(c.command, style, env.environ, home)
         args = [expand(a, style, env.environ, home) for a in c.args]
         cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None

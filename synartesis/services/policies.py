@@ -41,6 +41,7 @@ __all__ = [
     "shipped_ids",
     "load_shipped",
     "load_known",
+    "recognise_url",
     "recognise",
     "recognise_command",
     "recognise_server_info",
@@ -225,9 +226,10 @@ class KnownEntry:
     images: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     server_info: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
 
 
-_KNOWN_KEYS = {"packages", "executables", "modules", "images", "paths", "server_info"}
+_KNOWN_KEYS = {"packages", "executables", "modules", "images", "paths", "server_info", "urls"}
 
 
 @lru_cache(maxsize=1)
@@ -344,9 +346,49 @@ def recognise_command(command: str, args: list[str]) -> str | None:
     """
     known = load_known()
     for token in _argv_tokens(command or "", args or []):
+        if token.startswith(("http://", "https://")):  # a remote server's URL (remote-relay --url …)
+            by_url = recognise_url(token)
+            if by_url:
+                return by_url
+            continue
         for entry in known:
             if _token_matches(token, entry):
                 return entry.id
+    return None
+
+
+def _url_matches(host: str, path: str, pattern: str) -> bool:
+    p_host, _, p_path = pattern.partition("/")
+    if p_host.startswith("*."):
+        if not host.endswith(p_host[1:]) or host == p_host[2:]:
+            return False
+    elif host != p_host:
+        return False
+    want = "/" + p_path.strip("/") if p_path.strip("/") else ""
+    return not want or path == want or path.startswith(want + "/")
+
+
+def recognise_url(url: str | None) -> str | None:
+    """The shipped policy id whose ``urls`` (in ``known.yaml``) match a remote entry's URL.
+
+    The host must match exactly (``*.example.com``: any subdomain), the pattern's path must be
+    a prefix of the URL's at a ``/`` boundary; scheme, port, query, credentials and a trailing
+    slash do not matter. A URL that still holds an unexpanded reference matches nothing.
+    """
+    if not url or not isinstance(url, str) or "${" in url:
+        return None
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower().rstrip(".")
+    except ValueError:
+        return None
+    if not host:
+        return None
+    path = "/" + parts.path.strip("/") if parts.path.strip("/") else ""
+    for entry in load_known():
+        if any(_url_matches(host, path.lower(), pattern) for pattern in entry.urls):
+            return entry.id
     return None
 
 

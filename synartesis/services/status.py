@@ -18,11 +18,32 @@ from synartesis.clients.adapters import adapter_for
 from synartesis.clients.discover import discover
 from synartesis.clients.entries import display_name, foreign_wrapper, is_ours, ours_server
 from synartesis.clients.managed import load_managed
+from synartesis.errors import SynartesisError
 from synartesis.paths import POLICY_FILENAME, Env, synartesis_home
 from synartesis.services.install import _claude_approval, _needs_shell, _policy_servers, select_clients, tidy_own_files
+from synartesis.services.install_remote import decide_remote
 from synartesis.services.install_state import load_state
+from synartesis.services.remote import proxy_remote_args, sign_in_state
 
 __all__ = ["StatusRow", "StatusReport", "collect_status"]
+
+
+def _sign_in(env: Env, key: str, headers: Any) -> tuple[str, str | None]:
+    """(sign-in state, drift or None) of a bridged remote server."""
+    if headers.has_authorization:
+        return "not needed", None
+    try:
+        state = sign_in_state(env, key)
+    except SynartesisError as exc:
+        return "damaged", exc.message
+    if state.state == "signed in":
+        return "signed in", None
+    if state.state == "expired" and state.refreshable:
+        return "expired (the proxy refreshes it)", None
+    if state.state == "expired":
+        return "expired", f"the sign-in expired: run `synartesis login {key}`"
+    # a server without credentials in its entry may need no sign-in at all: not drift
+    return f"not signed in (if the server asks for one: `synartesis login {key}`)", None
 
 
 @dataclass(frozen=True)
@@ -30,7 +51,9 @@ class StatusRow:
     """One server entry.
 
     ``state``: ``wrapped`` | ``shadowed`` | ``not-wrapped`` | ``remote`` | ``other-wrapper`` |
-    ``blocked`` | ``invalid`` | ``disabled`` | ``removed``.
+    ``blocked`` | ``invalid`` | ``disabled`` | ``removed``. ``sign_in``: for a remote server that
+    runs through synartesis, its OAuth sign-in (``signed in``, ``expired``, ``not signed in``,
+    ``not needed`` when the entry gives its own credentials); None otherwise.
     """
 
     client: str
@@ -45,6 +68,7 @@ class StatusRow:
     policy_key: str | None = None
     policy: dict[str, Any] | None = None
     drift: list[str] = field(default_factory=list)
+    sign_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,14 +169,20 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                 seen_records.add(id(rec))
 
             def row(covered: bool, st: str, reason: str = "", key: str | None = None,
-                    drift: list[str] | None = None) -> None:
+                    drift: list[str] | None = None, sign_in: str | None = None) -> None:
                 rows.append(StatusRow(desc.id, desc.display_name, str(f.location.path), entry.scope,
                                       display_name(entry.name), covered, st, reason,
                                       display_name(entry.project) if entry.project else None, key, pinfo(key),
-                                      drift or []))
+                                      drift or [], sign_in))
 
             if entry.kind == "remote":
-                row(False, "remote", "remote server (url): not covered yet")
+                action, why = decide_remote(desc, entry, include_oauth=False,
+                                            managed=load_managed(desc, env, system_root) if desc.managed else None)
+                if rec is not None:
+                    row(False, "remote", "the client rewrote our entry back to the original since install",
+                        rec.get("policy_key"), ["reverted by the client; run `synartesis install` again"])
+                else:
+                    row(False, "remote", why or "remote server, not bridged yet: run `synartesis install`")
                 continue
             if entry.kind == "invalid":
                 row(False, "invalid", entry.detail)
@@ -174,7 +204,14 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                     drift.append("wrapped, but not in the install record (uninstall will not restore it)")
                 if key not in declared:
                     drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
-                row(runs, "wrapped", "runs through synartesis", key, drift)
+                remote = proxy_remote_args(entry.args)
+                sign_in = None
+                if remote is not None and key:
+                    sign_in, why = _sign_in(env, key, remote[1])
+                    if why:
+                        drift.append(why)
+                row(runs, "wrapped", "runs through synartesis" + (" (a remote server, bridged)" if remote else ""),
+                    key, drift, sign_in)
                 continue
             # a stdio entry that is not ours
             if shadow_cover:

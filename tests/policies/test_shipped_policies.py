@@ -137,3 +137,14 @@ def test_github_names_only_tools_the_server_lists() -> None:
     covered = {t for t in GITHUB_TOOLS if p.rule_for("github", t, {}).matched}
     assert covered == GITHUB_TOOLS
     assert p.servers["github"].provenance == "documented"
+
+
+def test_synap_holds_log_exchange_and_reads_the_rest() -> None:
+    p = parse_policy(_text("synap"), "synap.yaml")
+    assert load_shipped("synap").provenance == "documented"
+    r = p.rule_for("synap", "log_exchange", {"content": "x"})
+    assert r.cls == "irreversible" and r.gate == "always"
+    for tool in ("recall_context", "list_recent_memories", "check_memory_status"):
+        assert p.rule_for("synap", tool, {}).cls == "readonly"
+    header = "\n".join(load_shipped("synap").header)
+    assert "Provenance: documented" in header and "Where it runs out" in header

@@ -91,11 +91,20 @@ def test_command_line_forms(policy_id: str, command: str, args: list[str]) -> No
     assert recognise(command, args) == policy_id
 
 
+# policies known only by the URL of their hosted form
+URL_FORMS = {
+    "synap": ["https://mcp.synap.ai/mcp", "https://synap.ai/mcp/", "https://api.synap.ai/v1/mcp?x=1"],
+}
+
+
 def test_every_known_policy_has_three_forms_and_a_file() -> None:
     ids = {e.id for e in load_known()}
-    assert ids == set(FORMS), "a known.yaml entry without recognition tests (or the reverse)"
-    for pid, forms in FORMS.items():
+    assert ids == set(FORMS) | set(URL_FORMS), "a known.yaml entry without recognition tests (or the reverse)"
+    for pid, forms in {**FORMS, **URL_FORMS}.items():
         assert len(forms) >= 3, pid
+    from synartesis.services.policies import recognise_url
+    for pid, urls in URL_FORMS.items():
+        assert all(recognise_url(u) == pid for u in urls), pid
     assert ids <= set(shipped_ids()), "known.yaml names a policy that is not shipped"
 
 
@@ -142,3 +151,18 @@ def test_command_line_and_server_info_must_agree() -> None:
     # an unknown serverInfo name does not veto the command line (names change between releases)
     assert recognise("uvx", ["mcp-server-git"], "git-server-v2") == "git"
     assert recognise("./wrapper", [], "something-else") is None
+
+
+def test_remote_entries_are_recognised_by_their_url_exactly() -> None:
+    from synartesis.services.policies import recognise_url
+    assert recognise_url("https://api.githubcopilot.com/mcp/") == "github"
+    assert recognise_url("https://API.githubcopilot.com:443/mcp/x?y=1") == "github"
+    assert recognise_url("https://user:tok@api.githubcopilot.com/mcp") == "github"
+    assert recognise_url("https://api.githubcopilot.com/mcpx") is None  # a prefix only at a "/" boundary
+    assert recognise_url("https://evil-api.githubcopilot.com/mcp") is None
+    assert recognise_url("https://api.githubcopilot.com.evil.example/mcp") is None
+    assert recognise_url("https://mcp.synap.ai/mcp") == "synap"
+    assert recognise_url("https://synap.ai/api/mcp") == "synap"
+    assert recognise_url("https://notsynap.ai/mcp") is None
+    assert recognise_url("https://${HOST}/mcp") is None
+    assert recognise_url("not a url") is None and recognise_url("") is None

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import helpers
 from mcp import ClientSession, StdioServerParameters
@@ -24,65 +23,16 @@ from synartesis.demo.crm_server import SEED, dump_store
 from synartesis.journal import Journal
 from synartesis.services.demo import demo_policy_text
 
-GREEK = "Σημειώσεις: «γραμμή ένα»\nline two\twith a tab, \"quotes\" and a \\ backslash"
-
-# (tool, arguments); "$new[i]" stands for the id the i-th create_customer answered with.
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("list_customers", {}),
-    ("update_customer", {"id": "c_001", "plan": "free"}),                       # 1
-    ("update_customer", {"id": "c_001", "notes": GREEK}),                       # 2
-    ("create_customer", {"name": "Katherine Johnson", "email": "kj@example.com",
-                         "plan": "pro"}),                                        # 3
-    ("update_customer", {"id": "c_002", "email": "grace@wrong.example"}),       # 4
-    ("delete_customer", {"id": "c_003"}),                                       # 5
-    ("update_customer", {"id": "$new[0]", "notes": "met at the conference"}),   # 6
-    ("create_customer", {"name": "Edsger Dijkstra"}),                           # 7
-    ("update_customer", {"id": "c_999", "notes": "no such customer"}),          # held: nothing to restore
-    ("update_customer", {"id": "c_001", "plan": "platinum"}),                   # refused by the server
-    ("update_customer", {"id": "c_002", "plan": "pro", "name": "G. Hopper"}),   # 8
-    ("restore_customer", {"id": "c_003", "name": "Alan Turing", "email": "turing@example.com",
-                          "plan": "enterprise", "notes": "restored by the agent"}),  # 9
-    ("update_customer", {"id": "c_003", "plan": "free"}),                       # 10
-    ("get_customer", {"id": "c_003"}),
-    ("create_customer", {"name": "Barbara Liskov", "plan": "enterprise"}),      # 11
-    ("update_customer", {"id": "$new[1]", "plan": "pro"}),                      # 12
-    ("delete_customer", {"id": "$new[1]"}),                                     # 13
-    ("update_customer", {"id": "$new[2]", "email": "bl@example.com"}),          # 14
-    ("create_customer", {"name": "Frances Allen", "notes": "Ελληνικά"}),        # 15
-    ("update_customer", {"id": "c_001", "name": "Augusta Ada King", "notes": ""}),  # 16
-    ("update_customer", {"id": "$new[3]", "plan": "enterprise"}),               # 17
-    ("update_customer", {"id": "c_002", "notes": "line\r\nbreaks"}),            # 18
-    ("update_customer", {"id": "$new[0]", "plan": "free", "notes": ""}),        # 19
-    ("update_customer", {"id": "c_001", "plan": "enterprise"}),                 # 20
-]
+CALLS = helpers.CRM_CALLS
 READS = {"list_customers", "get_customer"}
 HELD_SEQ = 1 + next(i for i, (_, a) in enumerate(CALLS) if a.get("id") == "c_999")
 FAILED_SEQ = 1 + next(i for i, (_, a) in enumerate(CALLS) if a.get("plan") == "platinum")
 
 
-def _resolve(args: dict[str, Any], new_ids: list[str]) -> dict[str, Any]:
-    out = {}
-    for key, value in args.items():
-        if isinstance(value, str) and value.startswith("$new["):
-            value = new_ids[int(value[5:-1])]
-        out[key] = value
-    return out
+_resolve = helpers.resolve_call
 
 
-async def _agent(proxy: list[str], env: dict[str, str]) -> list[tuple[str, bool]]:
-    """Make every call in CALLS through the proxy; returns (tool, is_error) per call."""
-    params = StdioServerParameters(command=proxy[0], args=proxy[1:], env=env)
-    seen: list[tuple[str, bool]] = []
-    new_ids: list[str] = []
-    async with helpers.stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            for tool, args in CALLS:
-                result = await session.call_tool(tool, _resolve(args, new_ids))
-                seen.append((tool, bool(result.is_error)))
-                if tool == "create_customer" and not result.is_error:
-                    new_ids.append(result.structured_content["id"])
-    return seen
+_agent = helpers.crm_agent
 
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, Path, list[str], dict[str, str]]:

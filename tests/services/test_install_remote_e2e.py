@@ -1,0 +1,97 @@
+"""A remote entry end to end: install starts it through ``synartesis remote-relay`` to draft
+its policy from ``tools/list``, the wrapped entry is what Claude Code (``claude mcp list``, npm
+``@anthropic-ai/claude-code``, no account needed) reports connected, ``check`` reaches it, and
+uninstall gives the file back byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import REPO, run, synartesis_argv
+
+import netkit
+from installkit import make_env, place, uninstall
+from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+TOKEN = "crm-e2e-token-0123456789abcdef"
+
+
+def claude_cli() -> list[str]:
+    """How to run Claude Code's CLI from the test servers (.servers), or a local extra install."""
+    for base in (REPO / ".servers" / "node_modules", REPO / ".servers-extra" / "node_modules"):
+        wrapper = base / "@anthropic-ai" / "claude-code" / "cli-wrapper.cjs"
+        if wrapper.exists():
+            return ["node", str(wrapper)]
+    pytest.fail("@anthropic-ai/claude-code is missing: run .ci/run (npm ci --prefix .servers) first")
+
+
+def real_proxy() -> str:
+    exe = shutil.which("synartesis")
+    assert exe, "the synartesis console script is not on PATH (pip install -e .)"
+    return exe
+
+
+@pytest.fixture
+def crm(tmp_path):
+    server = netkit.crm_http(tmp_path / "crm.json", TOKEN)
+    yield server
+    server.stop()
+
+
+def test_a_wrapped_remote_entry_is_drafted_from_its_tools_and_claude_code_reports_it_connected(
+        fake_home, tmp_path, crm, monkeypatch):
+    monkeypatch.setenv("CRM_T", TOKEN)
+    text = json.dumps({"mcpServers": {"crm": {"type": "http", "url": crm.url,
+                                              "headers": {"Authorization": "Bearer ${CRM_T}"}, "timeout": 60000}}},
+                      indent=2) + "\n"
+    cfg = place(fake_home, "claude-code", text)
+    env = make_env(fake_home)
+    plan = plan_install(env, InstallOptions(client="claude-code", proxy_path=real_proxy(), system_root=tmp_path / "s",
+                                            start=True, timeout=60))
+    assert not plan.start_errors, plan.start_errors
+    (p,) = plan.policy_plans
+    assert p.source == "shipped" and p.policy_id == "crm"  # recognised by serverInfo over the relay
+    result = apply_install(env, plan)
+    assert result.ok
+    entry = json.loads(cfg.read_text())["mcpServers"]["crm"]
+    assert entry["type"] == "stdio" and "--url" in entry["args"] and TOKEN not in json.dumps(entry)
+
+    listed = run([*claude_cli(), "mcp", "list"], text=True, timeout=180,
+                 env={**os.environ, "CLAUDE_CONFIG_DIR": str(fake_home)})  # where .claude.json was placed
+    assert listed.returncode == 0, listed.stderr
+    line = next(x for x in listed.stdout.splitlines() if x.startswith("crm:"))
+    assert "Connected" in line and "proxy" in line, listed.stdout
+
+    checked = run(synartesis_argv("check", "--server", "crm"), text=True, timeout=180, cwd=str(tmp_path))
+    assert "crm" in checked.stdout + checked.stderr and "did not start" not in checked.stdout + checked.stderr
+    uninstall(env, client="claude-code")
+    # Claude Code wrote its own state into the file meanwhile (userID, …): our entry is back as it was
+    assert json.loads(cfg.read_text())["mcpServers"] == json.loads(text)["mcpServers"]
+    assert json.dumps(json.loads(text)["mcpServers"]["crm"], indent=2).replace("\n", "\n    ") in cfg.read_text()
+
+
+def test_an_unknown_remote_server_gets_a_fail_closed_draft_from_its_tools(fake_home, tmp_path, monkeypatch):
+    server = netkit.everything("streamableHttp")
+    try:
+        text = json.dumps({"mcpServers": {"ev": {"url": f"http://127.0.0.1:{server.port}/mcp",
+                                                 "headers": {"X-Key": "${env:EV_KEY}"}}}})
+        monkeypatch.setenv("EV_KEY", "not-secret-really")
+        place(fake_home, "cursor", text)
+        env = make_env(fake_home)
+        plan = plan_install(env, InstallOptions(client="cursor", proxy_path=real_proxy(),
+                                                system_root=tmp_path / "s", start=True, timeout=60))
+        assert not plan.start_errors, plan.start_errors
+        (p,) = plan.policy_plans
+        assert p.source in ("shipped", "drafted")
+        apply_install(env, plan)
+        policy = (fake_home / ".synartesis" / "synartesis.yaml").read_text()
+        assert "ev.echo" in policy and "remote-relay" in policy and "not-secret-really" not in policy
+    finally:
+        server.stop()
+
+
+del Path
