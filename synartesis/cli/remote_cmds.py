@@ -91,6 +91,8 @@ def serve(
                                        min=1.0, metavar="S"),
     drain: float = typer.Option(30.0, "--drain", help="On SIGTERM, seconds to let calls in flight finish.", min=0.0,
                                 metavar="S"),
+    saga: bool = typer.Option(False, "--saga", help="Saga mode for every server: a failed call first rolls back "
+                              "its session's earlier changes (per server: servers.NAME.saga: true)."),
 ) -> None:
     """Serve the policy's servers over Streamable HTTP, for clients that cannot start a process.
 
@@ -129,7 +131,10 @@ def serve(
         err.print(Text(f"warning: serving on {host} without TLS: the bearer token and every call cross the "
                        "network in clear; give --tls-cert and --tls-key", style="bold yellow"))
     journal_path = locate_journal(env, policy_path, journal)
-    backend = EngineBackend(policy, journal_path, EngineOptions())
+    from synartesis.cli import _saga  # the proxy's own saga hook: the undo engine loads only on a failure
+    from synartesis.policy.cache import cache_path
+    backend = EngineBackend(policy, journal_path, EngineOptions(saga=saga),
+                            protected=[str(cache_path(policy_path, journal_path.parent))], saga_hook=_saga)
     config = ServeConfig(token=token, servers=names, max_body=max_body, idle_timeout=idle_timeout, drain=drain)
 
     def ready(base: str) -> None:

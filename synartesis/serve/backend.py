@@ -73,13 +73,17 @@ class EngineBackend:
         options: the engine's options (timeouts, snapshot cap).
         protected: files no guarded call may write without approval (the policy cache).
         environ: the environment servers get (``env`` references expanded against it).
+        saga_hook: what rolls a run back in saga mode (``servers.NAME.saga`` or
+            ``serve --saga``): the CLI gives ``services.saga.rollback``, as the proxy's entry
+            point does; without one saga mode is off.
     """
 
     def __init__(self, policy: Any, journal_path: Path, options: Any, protected: list[str] | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, saga_hook: Callable[..., str] | None = None) -> None:
         self.policy, self.journal_path, self.options = policy, journal_path, options
         self.protected = list(protected or [])
         self.environ = dict(os.environ if environ is None else environ)
+        self.saga_hook = saga_hook
 
     def open(self, server: str, send: Callable[[bytes], None], ended: Callable[[], None]) -> _EngineSession:
         """Raises UpstreamError: the server's command cannot be started."""
@@ -97,6 +101,6 @@ class EngineBackend:
         engine = Engine(server, _Watched(upstream, ended), send, policy=self.policy, journal_path=self.journal_path,
                         options=self.options, launch={"command": spec.command, "args": list(spec.args),
                                                       "cwd": spec.cwd or os.getcwd()},
-                        protected=self.protected)
+                        protected=self.protected, saga_hook=self.saga_hook)
         engine.start()
         return _EngineSession(engine)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -246,3 +247,36 @@ def test_an_unset_header_variable_or_url_is_a_clear_usage_error(tmp_path):
                                   str(journal), *flags), text=True, timeout=60, env=env)
         assert out.returncode == 2 and why in out.stderr and "Traceback" not in out.stderr
 
+
+
+# -- saga mode through the bridge ----------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["policy", "flag"])
+def test_saga_mode_rolls_a_remote_run_back_before_the_error_reaches_the_agent(tmp_path, crm, how):
+    server, store = crm
+    original = store.read_bytes()
+    policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
+    text = policy.read_text(encoding="utf-8")
+    if how == "policy":  # servers.crm.saga: true
+        text, n = re.subn(r"(?m)^(  crm:\n)", r"\1    saga: true\n", text, count=1)
+        assert n == 1
+        policy.write_text(text, encoding="utf-8")
+    flags = ["--bearer-env", "CRM_KEY", *(["--saga"] if how == "flag" else [])]
+    env = dict(os.environ, CRM_KEY=TOKEN)
+    with RawSession(bridge_argv("crm", server.url, policy, journal, *flags), env=env) as s:
+        s.handshake()
+        assert not s.call(1, "create_customer", {"name": "Katherine Johnson", "plan": "pro"}).get("isError")
+        assert not s.call(2, "update_customer", {"id": "c_001", "plan": "free"}).get("isError")
+        failed = s.call(3, "update_customer", {"id": "c_002", "plan": "platinum"})
+        after = s.call(4, "get_customer", {"id": "c_001"})
+        s.close()
+    assert failed["isError"] and failed["content"][0]["text"].startswith("invalid plan 'platinum'")
+    assert "rolled back" in json.dumps(failed).lower()
+    assert store.read_bytes() == original  # put back over HTTP before the agent heard of the error
+    assert json.loads(after["content"][0]["text"])["plan"] == SEED["c_001"]["plan"]
+    with open_journal(journal) as j:
+        (run,) = j.list_runs()
+        assert [(a.tool, a.status) for a in j.actions(run.id)][:3] == [
+            ("create_customer", "rolled_back"), ("update_customer", "rolled_back"), ("update_customer", "failed")]
+        (saga,) = j.undos(run.id)
+        assert (saga.kind, saga.status) == ("saga", "compensated")

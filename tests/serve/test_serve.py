@@ -236,3 +236,28 @@ def test_sigterm_drains_every_call_is_answered_or_unknown(tmp_path):
                           if a.tool == "trigger-long-running-operation")
         assert {r.status for r in j.list_runs()} == {"complete"}
     assert statuses == ["applied", "applied", "unknown", "unknown"], statuses
+
+
+def test_saga_mode_rolls_a_session_back_through_serve(tmp_path):
+    policy, store = crm_setup(tmp_path)
+    text = policy.read_text(encoding="utf-8")
+    policy.write_text(text.replace("\n  crm:\n", "\n  crm:\n    saga: true\n", 1), encoding="utf-8")
+    assert "    saga: true\n" in policy.read_text(encoding="utf-8")
+    original = store.read_bytes()
+    s = Serve(policy)
+    try:
+        async def calls(session):
+            made = await session.call_tool("create_customer", {"name": "Katherine Johnson", "plan": "pro"})
+            upd = await session.call_tool("update_customer", {"id": "c_001", "plan": "free"})
+            failed = await session.call_tool("update_customer", {"id": "c_002", "plan": "platinum"})
+            return made, upd, failed
+        made, upd, failed = sdk(s.url("crm"), s.token, calls)
+    finally:
+        s.stop()
+    assert not made.is_error and not upd.is_error and failed.is_error
+    told = " ".join(b.text for b in failed.content)
+    assert told.startswith("invalid plan 'platinum'") and "saga mode" in told
+    assert store.read_bytes() == original  # both earlier changes put back before the answer
+    with open_journal(tmp_path / "journal.db") as j:
+        (run,) = j.list_runs()
+        assert [a.status for a in j.actions(run.id)][:3] == ["rolled_back", "rolled_back", "failed"]
