@@ -131,7 +131,8 @@ def serve(
         err.print(Text(f"warning: serving on {host} without TLS: the bearer token and every call cross the "
                        "network in clear; give --tls-cert and --tls-key", style="bold yellow"))
     journal_path = locate_journal(env, policy_path, journal)
-    from synartesis.cli import _saga  # the proxy's own saga hook: the undo engine loads only on a failure
+    # the proxy's own saga hook (the undo engine loads only when a call fails in saga mode)
+    from synartesis.cli import _saga
     from synartesis.policy.cache import cache_path
     backend = EngineBackend(policy, journal_path, EngineOptions(saga=saga),
                             protected=[str(cache_path(policy_path, journal_path.parent))], saga_hook=_saga)
