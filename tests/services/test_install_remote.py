@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from installkit import fake_proxy, install, make_env, options, place, uninstall
+from installkit import cli, fake_proxy, install, make_env, options, place, uninstall
 from synartesis.paths import Env
 from synartesis.remote.tokens import TokenRecord, TokenStore
 from synartesis.services.install import plan_install
@@ -129,6 +129,7 @@ def test_oauth_entries_wait_for_include_oauth_and_then_list_the_login_commands(f
     plan = plan_install(env, options(tmp_path, client="claude-code"))
     acts = by_name(plan)
     assert acts["notion"].action == "remote" and "--include-oauth" in acts["notion"].reason
+    assert "`synartesis login notion`" in acts["notion"].reason
     assert acts["linear"].action == "remote" and acts["keyed"].action == "wrap"
     assert plan.logins == []
     plan, result = install(env, tmp_path, client="claude-code", include_oauth=True)
@@ -184,6 +185,9 @@ def test_status_shows_the_sign_in_of_each_bridged_server(fake_home, tmp_path):
                                               access_token="at", refresh_token="rt", token_endpoint="https://t"))
     rows = {r.name: r for r in collect_status(env, "claude-code").rows}
     assert rows["notion"].sign_in == "signed in" and not rows["notion"].drift
+    shown = {line.split()[1]: line for line in cli(tmp_path, "status", "--client", "claude-code").stdout.splitlines()
+             if line.strip().startswith(("✓", "✗"))}
+    assert shown["notion"].endswith("sign-in: signed in") and shown["keyed"].endswith("sign-in: not needed")
     uninstall(env, client="claude-code")
     rows = {r.name: r for r in collect_status(env, "claude-code").rows}
     assert rows["notion"].state == "remote" and "--include-oauth" in rows["notion"].reason
