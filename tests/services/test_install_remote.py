@@ -44,9 +44,32 @@ def test_every_fixture_with_remote_entries_round_trips_byte_for_byte(fixture, oa
     remote_wraps = [e for e in plan.entries if e.action in ("wrap", "shadow") and "remote" in e.reason]
     if client == "claude-desktop":
         assert not remote_wraps
+    else:  # every remote entry is wrapped, unless the client skips it or it waits for --include-oauth
+        acts = {e.name: e for e in plan.entries}
+        after = _servers(fixture, cfg.read_bytes())
+        for name in _remote_names(fixture, original):
+            e = acts[name]
+            if e.action == "invalid":
+                assert 'without a "type"' in e.reason, (name, e.reason)
+                continue
+            assert e.action == "wrap" or (e.action == "remote" and not oauth and "OAuth" in e.reason), (name, e)
+            if e.action == "wrap":
+                args = after[name]["args"]
+                assert args[:3] == ["proxy", "--server", e.policy_key] and ("--url" in args or "--url-env" in args)
     assert not plan_install(env, options(tmp_path, client=client, include_oauth=oauth)).changes  # idempotent
     uninstall(env, client=client)
     assert cfg.read_bytes() == original
+
+
+def _servers(fixture: Path, data: bytes) -> dict:
+    text = data.decode("utf-8-sig")
+    if fixture.suffix == ".toml":
+        return tomllib.loads(text).get("mcp_servers", {})
+    return json.loads(text).get("mcpServers", {})
+
+
+def _remote_names(fixture: Path, data: bytes) -> list[str]:
+    return [n for n, v in _servers(fixture, data).items() if isinstance(v, dict) and "url" in v]
 
 
 def test_the_corpus_has_remote_entries_of_every_client_that_can_hold_them():
