@@ -261,3 +261,28 @@ def test_saga_mode_rolls_a_session_back_through_serve(tmp_path):
     with open_journal(tmp_path / "journal.db") as j:
         (run,) = j.list_runs()
         assert [a.status for a in j.actions(run.id)][:3] == ["rolled_back", "rolled_back", "failed"]
+
+
+def test_show_token_prints_the_token_made_on_first_use_and_off_loopback_serve_warns(tmp_path):
+    import stat
+    path = Path(os.environ["SYNARTESIS_HOME"]) / "serve-token"
+    assert not path.exists()
+    token = _token()  # made on first use
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text().strip() == token
+    assert len(token) >= 43 and _token() == token  # 32 random bytes, url-safe; kept
+    policy, _ = crm_setup(tmp_path)
+    quiet = Serve(policy)
+    try:
+        assert httpx2.get(quiet.base + "/health", timeout=20).status_code == 200
+    finally:
+        quiet.stop()
+    assert not [x for x in quiet.stderr_lines if "without TLS" in x]
+    wide = Serve(policy, "--host", "0.0.0.0")
+    try:
+        loop = f"http://127.0.0.1:{wide.port}"
+        assert httpx2.get(loop + "/health", timeout=20).status_code == 200
+        assert httpx2.post(loop + "/servers/crm/mcp", json={}, timeout=20).status_code == 401
+    finally:
+        wide.stop()
+    warned = " ".join(wide.stderr_lines)
+    assert "serving on 0.0.0.0 without TLS" in warned and "in clear" in warned
