@@ -280,3 +280,33 @@ def test_saga_mode_rolls_a_remote_run_back_before_the_error_reaches_the_agent(tm
             ("create_customer", "rolled_back"), ("update_customer", "rolled_back"), ("update_customer", "failed")]
         (saga,) = j.undos(run.id)
         assert (saga.kind, saga.status) == ("saga", "compensated")
+
+
+# -- the command line reaches the remote server through remote-relay -------------------------------
+
+def test_check_pin_init_and_show_live_reach_a_remote_server_through_the_relay(tmp_path, crm):
+    server, store = crm
+    relay = synartesis_argv("remote-relay", "--server", "crm", "--url", server.url, "--bearer-env", "CRM_KEY")
+    policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
+    text, n = re.subn(r"(?m)^    command:.*\n    args:.*$",
+                      f"    command: {json.dumps(relay[0])}\n    args: {json.dumps(relay[1:])}",
+                      policy.read_text(encoding="utf-8"), count=1)
+    assert n == 1
+    policy.write_text(text, encoding="utf-8")
+    env = dict(os.environ, CRM_KEY=TOKEN)
+    where = ["--manifest", str(policy)]
+    checked = cli("check", "--server", "crm", *where, env=env)
+    assert checked.returncode == 0 and "toy-crm 0.1.0, 7 tools advertised" in checked.stdout, checked.stdout
+    pinned = cli("pin", "--server", "crm", *where, env=env)
+    assert pinned.returncode == 0 and pinned.stdout.count('"sha256:') == 7, pinned.stdout
+    made = cli("init", "crm2", "--manifest", str(tmp_path / "p2.yaml"), "--", *relay, env=env)
+    assert made.returncode == 0 and "Recognised as crm" in made.stdout, made.stdout + made.stderr
+    hint = f"--manifest {tmp_path / 'p2.yaml'} --url {server.url} --bearer-env CRM_KEY"  # the bridge, not a relay in a proxy
+    assert "".join(hint.split()) in "".join(made.stdout.split()), made.stdout
+    with RawSession(bridge_argv("crm", server.url, policy, journal, "--bearer-env", "CRM_KEY"), env=env) as s:
+        s.handshake()
+        assert not s.call(1, "update_customer", {"id": "c_001", "plan": "free"}).get("isError")
+        s.close()
+    live = cli("show", "--live", *where, "--journal", str(journal), env=env)
+    assert live.returncode == 0 and "still as this run left it" in live.stdout, live.stdout + live.stderr
+    assert not [o for o in (checked, pinned, made, live) if TOKEN in o.stdout + o.stderr]
