@@ -310,3 +310,29 @@ def test_check_pin_init_and_show_live_reach_a_remote_server_through_the_relay(tm
     live = cli("show", "--live", *where, "--journal", str(journal), env=env)
     assert live.returncode == 0 and "still as this run left it" in live.stdout, live.stdout + live.stderr
     assert not [o for o in (checked, pinned, made, live) if TOKEN in o.stdout + o.stderr]
+
+
+def test_a_headers_helper_signs_the_bridge_in_and_is_run_again_after_a_401(tmp_path, crm):
+    """Claude Code's ``headersHelper``: run through the shell with the server's name and URL at
+    connect; its first token here is stale, the server says 401, and the helper's second answer
+    is used for the same request."""
+    server, store = crm
+    count = tmp_path / "runs"
+    helper = tmp_path / "helper.sh"
+    helper.write_text("#!/bin/sh\n"
+                      f'n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}\n'
+                      '[ "$CLAUDE_CODE_MCP_SERVER_NAME" = crm ] || exit 3\n'
+                      f'if [ "$n" = 0 ]; then t=stale; else t={TOKEN}; fi\n'
+                      'printf \'{"Authorization": "Bearer %s"}\' "$t"\n')
+    helper.chmod(0o755)
+    policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
+    with RawSession(bridge_argv("crm", server.url, policy, journal, "--headers-helper", str(helper))) as s:
+        assert s.handshake()["result"]["serverInfo"]["name"] == "toy-crm"
+        assert not s.call(2, "update_customer", {"id": "c_001", "plan": "free"}).get("isError")
+        s.close()
+    assert count.read_text().strip() == "2"  # at connect, then once after the 401
+    assert json.loads(store.read_text())["customers"]["c_001"]["plan"] == "free"
+    with open_journal(journal) as j:
+        (run,) = j.list_runs()
+        line = run.servers["crm"]
+    assert "--headers-helper" in line["args"] and TOKEN not in json.dumps(line)

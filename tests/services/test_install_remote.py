@@ -248,3 +248,18 @@ def test_login_finds_a_remote_server_by_name_wrapped_or_not(fake_home, tmp_path,
     with pytest.raises(UsageError):
         find_remote(env, "nope")
     assert find_remote(env, "nope", "https://x.example/mcp").url == "https://x.example/mcp"
+
+
+def test_a_claude_code_headers_helper_is_carried_to_the_bridge_as_written(fake_home, tmp_path):
+    text = json.dumps({"mcpServers": {"corp": {"type": "http", "url": "https://mcp.corp.example/mcp",
+                                               "headersHelper": "~/bin/corp-token --json"}}}, indent=2) + "\n"
+    cfg = place(fake_home, "claude-code", text)
+    env = make_env(fake_home)
+    plan, result = install(env, tmp_path, client="claude-code")
+    assert result.ok and by_name(plan)["corp"].action == "wrap"  # a helper gives Authorization: no OAuth wait
+    entry = json.loads(cfg.read_text())["mcpServers"]["corp"]
+    assert entry["args"] == ["proxy", "--server", "corp", "--url", "https://mcp.corp.example/mcp",
+                             "--headers-helper", "~/bin/corp-token --json", "--transport", "http"]
+    assert entry["headersHelper"] == "~/bin/corp-token --json"
+    uninstall(env, client="claude-code")
+    assert cfg.read_text() == text
