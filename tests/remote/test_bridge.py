@@ -65,7 +65,8 @@ SCRIPT = [
 
 
 async def _script(read, write, received: list) -> list:
-    from mcp import ClientSession
+    """[what the SDK made of each answer, every answer's JSON as it came off the transport]."""
+    import anyio
     from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
     async def sampling(ctx, params):
@@ -83,6 +84,28 @@ async def _script(read, write, received: list) -> list:
     async def logging_cb(params):
         received.append("log")
 
+    wire: list = []  # every answer as it came off the transport, before the SDK's models drop anything
+    tap_send, tap_read = anyio.create_memory_object_stream(1000)
+
+    async def tap() -> None:
+        async with tap_send:
+            async for item in read:
+                message = getattr(item, "message", None)
+                if message is not None and hasattr(message, "result"):
+                    wire.append(message.model_dump(mode="json", by_alias=True))
+                elif message is not None and hasattr(message, "error"):
+                    wire.append(message.model_dump(mode="json", by_alias=True, exclude_none=True))
+                await tap_send.send(item)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tap)
+        out = await _session(tap_read, write, sampling, elicit, roots, logging_cb, received)
+        tg.cancel_scope.cancel()
+    return [out, wire]
+
+
+async def _session(read, write, sampling, elicit, roots, logging_cb, received: list) -> list:
+    from mcp import ClientSession
     out = []
     async with ClientSession(read, write, sampling_callback=sampling, elicitation_callback=elicit,
                              list_roots_callback=roots, logging_callback=logging_cb) as session:
@@ -146,7 +169,14 @@ def test_a_scripted_session_is_the_same_direct_and_through_the_bridge(tmp_path):
 
         a, a_seen = run_async(direct(), 120)
         b, b_seen = run_async(bridged(), 120)
-        assert a == b
+        assert a[0] == b[0]  # what the SDK made of each answer
+        # and every answer's JSON, key for key: the proxy adds its guidance before the server's
+        # instructions (as over stdio), and server-everything names its own session in one text
+        direct_init, bridged_init = a[1][0]["result"], b[1][0]["result"]
+        assert bridged_init.pop("instructions").endswith(direct_init.pop("instructions"))
+        uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        wire_a, wire_b = (uuid.sub("UUID", json.dumps(w, sort_keys=True)) for w in (a[1], b[1]))
+        assert len(a[1]) >= len(SCRIPT) + 5 and wire_a == wire_b
         assert {"sampling", "elicitation", "roots", "log"} <= set(a_seen) and set(a_seen) == set(b_seen)
     finally:
         server.stop()
