@@ -37,7 +37,7 @@ def login(
     OS keychain (or a 0600 file under $SYNARTESIS_HOME/oauth/), never in a client config, a
     policy or a log. The proxy refreshes them; run this again when it says the sign-in expired.
     """
-    from synartesis.services.remote import find_remote, sign_in
+    from synartesis.services.remote import find_remote, placeholder_launch, sign_in
 
     env = Env.current()
     target = find_remote(env, name, url)
@@ -56,6 +56,11 @@ def login(
     expiry = (f", the access token expires {time.strftime('%Y-%m-%d %H:%M', time.localtime(result.expires_at))}"
               if result.expires_at else "")
     console().print(Text(f"Signed in to {name}{expiry}. The sign-in is kept in {result.stored_at}."))
+    launch = placeholder_launch(env, name)
+    if launch:
+        import shlex
+        console().print(Text(f"Its policy was drafted before this sign-in and holds every call; draft rules "
+                             f"from its tools now with:\n  synartesis init {name} -- {shlex.join(launch)}"))
 
 
 @app.command()
