@@ -139,8 +139,10 @@ def serve(
     # the proxy's own saga hook (the undo engine loads only when a call fails in saga mode)
     from synartesis.cli import _saga
     from synartesis.policy.cache import cache_path
+    from synartesis.services.serving import server_launcher
     backend = EngineBackend(policy, journal_path, EngineOptions(saga=saga),
-                            protected=[str(cache_path(policy_path, journal_path.parent))], saga_hook=_saga)
+                            protected=[str(cache_path(policy_path, journal_path.parent))], saga_hook=_saga,
+                            launch=server_launcher(policy))
     config = ServeConfig(token=token, servers=names, max_body=max_body, idle_timeout=idle_timeout, drain=drain)
 
     def ready(base: str) -> None:

@@ -286,3 +286,42 @@ def test_show_token_prints_the_token_made_on_first_use_and_off_loopback_serve_wa
         wide.stop()
     warned = " ".join(wide.stderr_lines)
     assert "serving on 0.0.0.0 without TLS" in warned and "in clear" in warned
+
+
+def test_serve_starts_an_installed_remote_server_with_its_client_entrys_credentials(fake_home, tmp_path, monkeypatch):
+    """A remote entry install wrapped: its policy starts `remote-relay --header-env
+    Authorization=SYNARTESIS_HEADER_1`, a value only the client entry holds (`Bearer ${CRM_T}`).
+    serve reads it from there, as undo does, for every session."""
+    from installkit import make_env, place
+    from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+    token = "crm-serve-token-0123456789abcdef"
+    store = tmp_path / "crm.json"
+    crm = netkit.crm_http(store, token)
+    try:
+        monkeypatch.setenv("CRM_T", token)
+        place(fake_home, "claude-code", json.dumps({"mcpServers": {"crm": {
+            "type": "http", "url": crm.url, "headers": {"Authorization": "Bearer ${CRM_T}"}}}}))
+        env = make_env(fake_home)
+        proxy = str(Path(sys.executable).parent / "synartesis")
+        plan = plan_install(env, InstallOptions(client="claude-code", proxy_path=proxy, system_root=tmp_path / "s",
+                                                start=True, timeout=60))
+        assert [pp.policy_id for pp in plan.policy_plans] == ["crm"]  # recognised over the relay
+        assert apply_install(env, plan).ok
+        policy = fake_home / ".synartesis" / "synartesis.yaml"
+        assert "SYNARTESIS_HEADER_1" in policy.read_text() and token not in policy.read_text()
+        s = Serve(policy)
+        try:
+            async def calls(session):
+                return await session.call_tool("update_customer", {"id": "c_002", "plan": "free"})
+            assert not sdk(s.url("crm"), s.token, calls).is_error
+        finally:
+            s.stop()
+        assert json.loads(store.read_text())["customers"]["c_002"]["plan"] == "free"
+        journal = fake_home / ".synartesis" / "journal.db"
+        undo = cli("undo", "--manifest", str(policy), "--journal", str(journal))
+        assert undo.returncode == 0, undo.stdout + undo.stderr
+        assert json.loads(store.read_text())["customers"]["c_002"]["plan"] == "enterprise"
+        assert not [str(p) for p in fake_home.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+    finally:
+        crm.stop()
