@@ -5,6 +5,7 @@ modules)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -24,16 +25,18 @@ def _imported(argv: list[str], frames: bytes) -> set[str]:
 
 
 def test_a_stdio_session_with_writes_imports_nothing_remote(tmp_path):
-    manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
-    manifest.write_text(FAKE_POLICY)
+    policy, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
+    policy.write_text(FAKE_POLICY)
     state.write_text('{"k0": "v0"}')
-    argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
-    frames = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-              b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
-              b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-              b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get","arguments":{"key":"k0"}}}\n'
-              b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"put","arguments":{"key":"k0",'
-              b'"value":"v1"}}}\n')
+    session = [("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}}),
+               ("notifications/initialized", None),
+               ("tools/call", {"name": "get", "arguments": {"key": "k0"}}),
+               ("tools/call", {"name": "put", "arguments": {"key": "k0", "value": "v1"}})]
+    frames = b"".join(json.dumps({"jsonrpc": "2.0", "method": m, **({"id": i} if p is not None else {}),
+                                  **({"params": p} if p else {})}).encode() + b"\n"
+                      for i, (m, p) in enumerate(session))
+    argv = proxy_argv("kv", policy, journal, [*FAKE_SERVER, "--state", str(state)])
     names = _imported(argv, frames)
     assert "synartesis.proxy.engine" in names  # the measurement sees our own modules
     assert state.read_text() != '{"k0": "v0"}'  # the write went through
