@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import sys
 from pathlib import Path
 
+import netkit
 import pytest
 from helpers import REPO, run, synartesis_argv
-
-import netkit
 from installkit import make_env, place, uninstall
+
 from synartesis.services.install import InstallOptions, apply_install, plan_install
 
 TOKEN = "crm-e2e-token-0123456789abcdef"
@@ -30,9 +30,10 @@ def claude_cli() -> list[str]:
 
 
 def real_proxy() -> str:
-    exe = shutil.which("synartesis")
-    assert exe, "the synartesis console script is not on PATH (pip install -e .)"
-    return exe
+    # this venv's console script, as install writes it (not whatever PATH finds first)
+    exe = Path(sys.executable).parent / "synartesis"
+    assert exe.exists(), f"{exe} is missing: pip install -e ."
+    return str(exe)
 
 
 @pytest.fixture
@@ -92,7 +93,6 @@ def test_an_unknown_remote_server_gets_a_fail_closed_draft_from_its_tools(fake_h
         assert "ev.echo" in policy and "remote-relay" in policy and "not-secret-really" not in policy
     finally:
         server.stop()
-
 
 
 def _as_claude_code_starts(entry: dict) -> tuple[list[str], dict[str, str]]:
@@ -155,5 +155,3 @@ def test_a_user_installs_a_remote_crm_drives_it_undoes_and_uninstalls(fake_home,
     leaks = [str(p) for p in fake_home.rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
     assert not leaks
 
-
-del Path
