@@ -298,3 +298,28 @@ def test_an_oauth_server_installed_before_its_sign_in_is_drafted_from_its_tools_
         assert not [t for t in (json.loads(x)["token"] for x in issued.read_text().splitlines()) if t in policy]
     finally:
         server.stop()
+
+
+def test_an_oauth_server_signed_in_before_install_is_drafted_fail_closed_from_its_tools(issued, tmp_path):
+    """An unknown remote server: install reaches it through remote-relay with the stored sign-in
+    and drafts every advertised tool as held (no shipped policy knows oauth-notes)."""
+    from installkit import make_env, place
+    from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+    server = start(issued)
+    try:
+        home = Path(os.environ["HOME"])
+        place(home, "claude-code", json.dumps({"mcpServers": {"notes": {"type": "http", "url": server.url}}}))
+        assert login(None).returncode == 0  # the entry is not wrapped yet: found by name all the same
+        env = make_env(home)
+        plan = plan_install(env, InstallOptions(client="claude-code", proxy_path=str(Path(sys.executable).parent /
+                                                                                       "synartesis"),
+                                                system_root=tmp_path / "s", include_oauth=True, start=True, timeout=60))
+        assert not plan.start_errors, plan.start_errors
+        (p,) = plan.policy_plans
+        assert (p.source, p.policy_id, p.todo_count) == ("drafted", None, 3), p
+        assert apply_install(env, plan).ok
+        policy = (home / ".synartesis" / "synartesis.yaml").read_text()
+        assert policy.count('gate: "always"') == 3 and '"notes.add_note"' in policy
+    finally:
+        server.stop()

@@ -75,7 +75,8 @@ def test_a_wrapped_remote_entry_is_drafted_from_its_tools_and_claude_code_report
     assert json.dumps(json.loads(text)["mcpServers"]["crm"], indent=2).replace("\n", "\n    ") in cfg.read_text()
 
 
-def test_an_unknown_remote_server_gets_a_fail_closed_draft_from_its_tools(fake_home, tmp_path, monkeypatch):
+def test_a_known_remote_server_is_recognised_over_the_relay_and_its_references_stay_out(fake_home, tmp_path,
+                                                                                        monkeypatch):
     server = netkit.everything("streamableHttp")
     try:
         text = json.dumps({"mcpServers": {"ev": {"url": f"http://127.0.0.1:{server.port}/mcp",
@@ -87,7 +88,7 @@ def test_an_unknown_remote_server_gets_a_fail_closed_draft_from_its_tools(fake_h
                                                 system_root=tmp_path / "s", start=True, timeout=60))
         assert not plan.start_errors, plan.start_errors
         (p,) = plan.policy_plans
-        assert p.source in ("shipped", "drafted")
+        assert (p.source, p.policy_id) == ("shipped", "everything")  # by serverInfo, through remote-relay
         apply_install(env, plan)
         policy = (fake_home / ".synartesis" / "synartesis.yaml").read_text()
         assert "ev.echo" in policy and "remote-relay" in policy and "not-secret-really" not in policy
