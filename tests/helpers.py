@@ -277,6 +277,10 @@ class Procs:
             _close_popen(proc)
         leaked: list[str] = []
         end = time.monotonic() + linger
+        for pid in list(SESSION_PIDS):  # a session fixture's server (PostgreSQL) outlives each test
+            if _alive(pid):
+                owned.add(pid)
+                owned.update(descendants(pid))
         stray = [p for p in descendants(me) if p not in owned]
         while stray and time.monotonic() < end:
             time.sleep(0.05)
@@ -316,6 +320,8 @@ def _collect_zombies(me: int, owned: set[int]) -> None:
 
 
 _current: Procs | None = None
+# Processes a session-scoped fixture started and stops itself (the test PostgreSQL server).
+SESSION_PIDS: set[int] = set()
 
 
 def current_procs() -> Procs:

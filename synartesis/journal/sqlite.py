@@ -37,6 +37,7 @@ class SqliteBackend:
     """One connection to one journal file. Not thread-safe; one per thread."""
 
     name = "sqlite"
+    driver_error = sqlite3.Error
     # A column that grows with insertion, to order rows written in the same millisecond.
     row_order = "rowid"
     # UPDATE … RETURNING (SQLite 3.35): a changed row comes back without a second statement.

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from synartesis.journal import Journal
 
 
-def _journal(tmp_path):
-    return Journal.open(tmp_path / "j" / "journal.db", create=True)
 
 
-def test_large_payloads_are_stored_once(tmp_path):
-    j = _journal(tmp_path)
+def test_large_payloads_are_stored_once(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     text = "the same file text, long enough to be its own blob. " * 400
     a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": text})
@@ -25,8 +22,8 @@ def test_large_payloads_are_stored_once(tmp_path):
     j.close()
 
 
-def test_a_json_value_that_looks_like_our_marker_round_trips(tmp_path):
-    j = _journal(tmp_path)
+def test_a_json_value_that_looks_like_our_marker_round_trips(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     tricky = {"$synartesis.blob": "not-a-hash", "nested": [{"$synartesis.lit": 1}], "s": "\ud800 lone"}
     a = j.record_action(run, "s", "t", "readonly", None, tricky)
@@ -34,8 +31,8 @@ def test_a_json_value_that_looks_like_our_marker_round_trips(tmp_path):
     j.close()
 
 
-def test_prune_deletes_whole_runs_their_sessions_and_unreferenced_payloads(tmp_path):
-    j = _journal(tmp_path)
+def test_prune_deletes_whole_runs_their_sessions_and_unreferenced_payloads(new_journal):
+    j = new_journal()
     keep, gone = j.begin_run("keep", {}), j.begin_run("gone", {})
     shared = "text both runs wrote. " * 200
     only_gone = "text only the pruned run wrote. " * 200
