@@ -119,6 +119,10 @@ class JournalURL(str):
         """The URL exactly as given (may hold a literal password: connect with it, never show it)."""
         return self._given
 
+    def exists(self) -> bool:
+        """Always True: whether the database holds a journal is known only by connecting."""
+        return True
+
     @property
     def parent(self) -> Path:
         """Where synartesis keeps its own files for this journal (the compiled policy cache):

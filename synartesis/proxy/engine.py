@@ -117,7 +117,8 @@ class Engine:
         self.send_to_client = send_to_client
         self.policy = policy
         self.policy_note = policy_note
-        self.journal_path = Path(journal_path)
+        from synartesis.paths import journal_location
+        self.journal_path = journal_location(journal_path)  # a file, or a postgresql:// URL
         self.options = options
         self.call_timeout = options.call_timeout
         self.launch = launch or {}
@@ -164,9 +165,10 @@ class Engine:
     def protected_paths(self) -> list[str]:
         """synartesis's own files, which no guarded call may write without approval."""
         if self._protected is None:
-            from synartesis.paths import Env, synartesis_home
+            from synartesis.paths import Env, is_journal_url, synartesis_home
             jp = str(self.journal_path)
-            paths = [jp, jp + "-wal", jp + "-shm", *self._extra_protected,
+            files = [] if is_journal_url(jp) else [jp, jp + "-wal", jp + "-shm"]
+            paths = [*files, *self._extra_protected,
                      os.path.realpath(synartesis_home(Env.current())) + os.sep]
             if self.policy is not None:
                 paths.append(os.path.realpath(self.policy.path))
