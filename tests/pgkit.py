@@ -140,3 +140,21 @@ def _unprivileged() -> tuple[str, str] | None:
             continue
         return name, grp.getgrgid(pw.pw_gid).gr_name
     raise RuntimeError("running as root and there is no unprivileged user (postgres, nobody) to run PostgreSQL")
+
+
+def agent_calls(argv: list[str], calls: list[tuple[str, dict]], env: dict | None = None) -> list[tuple[bool, str]]:
+    """Make ``calls`` through the proxy at ``argv`` with the mcp SDK's stdio client, one
+    session; returns (isError, text) per call."""
+    import asyncio
+
+    from helpers import sdk_session, text_of
+
+    async def go() -> list[tuple[bool, str]]:
+        out = []
+        async with sdk_session(argv, env=env) as s:
+            for name, args in calls:
+                r = await s.call_tool(name, args)
+                out.append((bool(r.is_error), text_of(r)))
+        return out
+
+    return asyncio.run(go())
