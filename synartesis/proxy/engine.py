@@ -470,7 +470,8 @@ class Engine:
                     self.forward_read(ctx, self.ensure_run(), *plain)
                 except JournalError as exc:
                     log("error", "journal failed; the call was not sent", error=str(exc))
-                    self.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+                    from synartesis.proxy.pipeline import JOURNAL_DOWN
+                    self.reply_error_result(ctx, JOURNAL_DOWN.format(error=exc))
                 except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                     self._internal_error(ctx, exc)
                 return
