@@ -217,13 +217,16 @@ class PostgresBackend:
         if xid is not None:
             row = self._raw.execute("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
             if row and row[0] == "committed":
-                return _Committed()
+                return _Committed("the transaction committed")
         return RetryableJournalError(f"the connection to the journal at {self.url} was lost "
                                      f"({_clean(exc, self.url)}); nothing of it was committed")
 
     # -- schema bookkeeping ------------------------------------------------------------------
     def schema_version(self) -> int:
-        row = self._raw.execute("SELECT to_regclass('migrations') IS NOT NULL").fetchone()
+        # pg_tables, not to_regclass: a catalog scan sees a table another session created while
+        # this one waited for the advisory lock (a cached lookup may not)
+        row = self._raw.execute("SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() "
+                                "AND tablename = 'migrations')").fetchone()
         if not row[0]:
             return 0
         return int(self._raw.execute("SELECT COALESCE(max(version), 0) FROM migrations").fetchone()[0])
