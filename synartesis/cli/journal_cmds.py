@@ -147,7 +147,7 @@ def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not star
         a = v.row
         out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{escape(a.qualified)}[/]")
         _print_preview(out, v, p)
-    by = default_actor()
+    by = default_actor(jpath)
     out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]} --by {by} --journal {jpath}")
     out.print(f"approve all:  {cli_command()} approve --all --by {by} --journal {jpath}")
     out.print(f"deny one:     {cli_command()} deny {views[0].row.id[:8]} --reason \"…\" --journal {jpath}")
@@ -208,7 +208,7 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []
         views = [action_view(j, a) for a in targets]
-        results = decide(j, targets, approve, by or default_actor(), reason)
+        results = decide(j, targets, approve, by or default_actor(j.path), reason)
     if as_json:
         print_json([dict({"id": d.action.id, "ok": d.ok, "message": d.message},
                          **({"preview": previews[k].as_json()} if previews else {})) for k, d in enumerate(results)])

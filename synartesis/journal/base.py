@@ -89,6 +89,9 @@ class JournalBase:
     def _reap_stale(self) -> int:  # provided by RunsMixin
         return 0
 
+    def _check_may(self, run_ids: Any, what: str) -> None:  # provided by TeamMixin
+        return None
+
     @contextmanager
     def _guard(self, op: str) -> Iterator[None]:
         """Driver errors become JournalError (a damaged file: JournalConfigError, exit 2; a

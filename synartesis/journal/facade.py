@@ -3,7 +3,8 @@
 Concerns, each a module of ``synartesis.journal`` and a layer of this class:
 ``blobs`` (payloads stored once) → ``chain`` (the event chain and audit) → ``actions``
 (recording and status changes) → ``runs`` (runs, agent sessions, closing dead runs) →
-``gates`` (held calls, approvals, denials) → ``attempts`` (undo, redo and saga attempts).
+``gates`` (held calls, approvals, denials) → ``attempts`` (undo, redo and saga attempts) →
+``team`` (who may do what in a team journal).
 ``schema`` owns the tables and migrations; ``sqlite`` everything specific to SQLite and to a
 file; ``postgres`` everything specific to PostgreSQL (imported only for a ``postgresql://``
 journal). Nothing outside this package runs SQL.
@@ -20,17 +21,17 @@ import os
 import time
 from typing import Any, Callable, Iterable
 
-from synartesis.journal.attempts import AttemptsMixin
 from synartesis.journal.rows import now_iso
 from synartesis.journal.schema import migrate
 from synartesis.journal.sqlite import SqliteBackend
+from synartesis.journal.team import TeamMixin
 from synartesis.paths import is_journal_url
 
 __all__ = ["Journal"]
 _RETRIES = 3
 
 
-class Journal(AttemptsMixin):
+class Journal(TeamMixin):
     """A connection to one journal. Not thread-safe; one per thread or process."""
 
     @classmethod

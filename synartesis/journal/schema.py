@@ -10,6 +10,9 @@ transaction so the copy cannot cascade.
 Each migration carries its DDL for both backends: SQLite's (``sql``) and PostgreSQL's (``pg``,
 issue 14), with the same numbers and names. PostgreSQL alters constraints in place, so nothing
 is rebuilt there; its runs and undos get an identity column (``ord``) where SQLite has ``rowid``.
+PostgreSQL journals start with this release, so its schema 2 also holds what only a team
+journal has: each run's ``owner`` (a database role), the ``team`` table and the row-level
+security that enforces it (issue 14); on SQLite the OS user owns everything.
 """
 
 from __future__ import annotations
@@ -199,6 +202,44 @@ ALTER TABLE undos DROP CONSTRAINT undos_status,
 UPDATE undos SET attempt = id, scope = '{"run":"' || run_id || '"}';
 CREATE INDEX undos_by_run ON undos (run_id, started_at);
 CREATE INDEX undos_by_attempt ON undos (attempt);
+""" + """
+-- Who may do what (issue 14), enforced by the database: each run belongs to the database role
+-- that began it; a member changes only rows of their own runs, an admin any (the role that
+-- created the journal owns its tables and is an admin too). Everyone reads everything.
+ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT CAST(current_user AS TEXT);
+CREATE TABLE team (
+  name TEXT PRIMARY KEY, role TEXT NOT NULL CHECK (role IN ('admin','member')),
+  added_by TEXT NOT NULL, added_at TEXT NOT NULL);
+INSERT INTO team (name, role, added_by, added_at)
+  VALUES (CAST(current_user AS TEXT), 'admin', CAST(current_user AS TEXT), to_char(now() AT TIME ZONE 'UTC',
+  'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'));
+CREATE FUNCTION synartesis_may(run_owner TEXT) RETURNS boolean LANGUAGE sql STABLE
+  SET search_path FROM CURRENT AS
+  $$ SELECT run_owner = CAST(current_user AS TEXT)
+       OR EXISTS (SELECT 1 FROM team WHERE name = CAST(current_user AS TEXT) AND role = 'admin') $$;
+CREATE FUNCTION synartesis_may_run(run TEXT) RETURNS boolean LANGUAGE sql STABLE
+  SET search_path FROM CURRENT AS
+  $$ SELECT COALESCE((SELECT synartesis_may(owner) FROM runs WHERE id = run), false) $$;
+ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY runs_read ON runs FOR SELECT USING (true);
+CREATE POLICY runs_begin ON runs FOR INSERT WITH CHECK (owner = CAST(current_user AS TEXT));
+CREATE POLICY runs_change ON runs FOR UPDATE USING (synartesis_may(owner)) WITH CHECK (synartesis_may(owner));
+CREATE POLICY runs_prune ON runs FOR DELETE USING (synartesis_may(owner));
+ALTER TABLE actions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY actions_read ON actions FOR SELECT USING (true);
+CREATE POLICY actions_record ON actions FOR INSERT WITH CHECK (synartesis_may_run(run_id));
+CREATE POLICY actions_change ON actions FOR UPDATE USING (synartesis_may_run(run_id))
+  WITH CHECK (synartesis_may_run(run_id));
+CREATE POLICY actions_prune ON actions FOR DELETE USING (synartesis_may_run(run_id));
+ALTER TABLE undos ENABLE ROW LEVEL SECURITY;
+CREATE POLICY undos_read ON undos FOR SELECT USING (true);
+CREATE POLICY undos_begin ON undos FOR INSERT WITH CHECK (synartesis_may_run(run_id));
+CREATE POLICY undos_change ON undos FOR UPDATE USING (synartesis_may_run(run_id)) WITH CHECK (synartesis_may_run(run_id));
+CREATE POLICY undos_prune ON undos FOR DELETE USING (synartesis_may_run(run_id));
+ALTER TABLE events ENABLE ROW LEVEL SECURITY;
+CREATE POLICY events_read ON events FOR SELECT USING (true);
+CREATE POLICY events_append ON events FOR INSERT WITH CHECK (synartesis_may_run(run_id));
+CREATE POLICY events_prune ON events FOR DELETE USING (synartesis_may_run(run_id));
 """
 
 MIGRATIONS: tuple[Migration, ...] = (

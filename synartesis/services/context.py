@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synartesis.journal import Journal
-from synartesis.paths import Env, locate_journal, locate_policy
+from synartesis.paths import Env, is_journal_url, locate_journal, locate_policy
 
 __all__ = ["Where", "where", "open_journal", "default_actor"]
 
@@ -43,12 +43,21 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     return Journal.open(w.journal, create=False)
 
 
-def default_actor() -> str:
-    """Who is deciding or undoing: the OS user (``--by`` overrides)."""
+def default_actor(journal: object = None) -> str:
+    """Who is deciding or undoing: the OS user (``--by`` overrides); ``user@host`` when
+    ``journal`` is a team journal (a PostgreSQL URL, issue 14), where decisions come from many
+    machines."""
+    user = "unknown"
     for var in ("USER", "LOGNAME", "USERNAME"):
         if os.environ.get(var):
-            return os.environ[var]
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+            user = os.environ[var]
+            break
+    else:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            pass
+    if is_journal_url(journal):
+        from synartesis.journal.liveness import host_name
+        return f"{user}@{host_name()}"
+    return user
