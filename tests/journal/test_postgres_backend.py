@@ -90,3 +90,21 @@ def test_a_commit_whose_answer_was_lost_is_settled_by_asking_the_server(pg_journ
     db._raw.execute("ROLLBACK")
     assert isinstance(db._lost(OSError("lost"), aborted), RetryableJournalError)
     j.close()
+
+
+def test_a_proxy_on_a_sqlite_journal_never_imports_psycopg(tmp_path):
+    import subprocess
+
+    from helpers import FAKE_POLICY, FAKE_SERVER, proxy_argv
+    manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
+    manifest.write_text(FAKE_POLICY)
+    state.write_text('{"k": "v"}')
+    argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+    frames = (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+              b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+              b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+              b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put","arguments":{"key":"k","value":"w"}}}\n')
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], input=frames, capture_output=True, timeout=60)
+    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "sqlite3" in imported and "psycopg" not in imported  # the call was journalled, on SQLite only

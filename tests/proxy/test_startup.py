@@ -11,7 +11,7 @@ import sys
 
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, open_journal, proxy_argv
 
-HEAVY = ("yaml", "asyncio", "uuid", "secrets", "typer", "rich", "pydantic", "mcp", "httpx", "sqlite3")
+HEAVY = ("yaml", "asyncio", "uuid", "secrets", "typer", "rich", "pydantic", "mcp", "httpx", "sqlite3", "psycopg")
 
 
 def _imports(argv: list[str], frames: bytes) -> set[str]:
