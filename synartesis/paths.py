@@ -153,9 +153,11 @@ def _without_password(url: str) -> str:
     return f"{head}://{netloc}{tail}"
 
 
-def locate_journal(env: Env, policy_path: Path, given: str | os.PathLike[str] | None = None) -> "Path | JournalURL":
-    """Find the journal: ``given`` (``--journal``), else ``$SYNARTESIS_JOURNAL``, else
-    ``journal.db`` beside the policy. Either may be a ``postgresql://`` URL (a
+def locate_journal(env: Env, policy_path: Path, given: str | os.PathLike[str] | None = None,
+                   policy_journal: str | None = None) -> "Path | JournalURL":
+    """Find the journal: ``given`` (``--journal``), else ``$SYNARTESIS_JOURNAL``, else the
+    policy's ``journal:`` (``policy_journal``; a path in it is relative to the policy's folder),
+    else ``journal.db`` beside the policy. Any may be a ``postgresql://`` URL (a
     :class:`JournalURL` is returned for it).
 
     Only beside the policy, never a walk-up: an unrelated ``journal.db`` in some ancestor
@@ -163,6 +165,11 @@ def locate_journal(env: Env, policy_path: Path, given: str | os.PathLike[str] | 
     """
     if not given:
         given = env.get(JOURNAL_ENV)
+    if not given and policy_journal:
+        if is_journal_url(policy_journal):
+            return JournalURL(policy_journal)
+        p = Path(policy_journal).expanduser()
+        return p if p.is_absolute() else policy_path.parent / p
     if given:
         if is_journal_url(given):
             return JournalURL(str(given))
