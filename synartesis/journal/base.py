@@ -92,6 +92,9 @@ class JournalBase:
     def _check_may(self, run_ids: Any, what: str) -> None:  # provided by TeamMixin
         return None
 
+    def _may_collect(self) -> bool:  # provided by TeamMixin: payloads are shared by the team
+        return True
+
     @contextmanager
     def _guard(self, op: str) -> Iterator[None]:
         """Driver errors become JournalError (a damaged file: JournalConfigError, exit 2; a

@@ -242,10 +242,44 @@ CREATE POLICY events_append ON events FOR INSERT WITH CHECK (synartesis_may_run(
 CREATE POLICY events_prune ON events FOR DELETE USING (synartesis_may_run(run_id));
 """
 
+# Schema 3 (issue 11 items 4 and 6): payloads larger than 16 KiB may be stored as content-defined
+# chunks (blobs codec 'chunks', listing its chunks' digests; an older build must not read one as
+# raw bytes, hence the number). The chunks a payload brings are written together as one pack
+# (``packs.data``: each chunk compressed on its own, one after another); ``chunks`` says where
+# each one is (its pack, byte offset from 0, stored length, codec, size unpacked).
+# The actions indexes a read or a write never needs while it is recorded go: gate lookups by
+# call key are served by partial indexes that only held, approved and denied rows enter (the
+# queries in gates.py repeat each index's condition exactly), and nothing looks actions up by
+# status alone. Nothing is copied: the upgrade adds two tables and swaps indexes.
+_CHUNKS_AND_LEAN_INDEXES = """
+CREATE TABLE packs (id TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE chunks (
+  hash TEXT PRIMARY KEY, pack TEXT NOT NULL, start INTEGER NOT NULL, length INTEGER NOT NULL,
+  codec TEXT NOT NULL, size INTEGER NOT NULL);
+DROP INDEX actions_by_key;
+DROP INDEX actions_by_status;
+CREATE INDEX actions_gated ON actions (call_key) WHERE status = 'gated';
+CREATE INDEX actions_approved ON actions (call_key) WHERE status = 'approved';
+CREATE INDEX actions_denied ON actions (call_key) WHERE status = 'denied';
+"""
+
+_CHUNKS_AND_LEAN_INDEXES_PG = """
+CREATE TABLE packs (id TEXT PRIMARY KEY, data BYTEA NOT NULL);
+CREATE TABLE chunks (
+  hash TEXT PRIMARY KEY, pack TEXT NOT NULL, start INTEGER NOT NULL, length INTEGER NOT NULL,
+  codec TEXT NOT NULL, size BIGINT NOT NULL);
+DROP INDEX actions_by_key;
+DROP INDEX actions_by_status;
+CREATE INDEX actions_gated ON actions (call_key) WHERE status = 'gated';
+CREATE INDEX actions_approved ON actions (call_key) WHERE status = 'approved';
+CREATE INDEX actions_denied ON actions (call_key) WHERE status = 'denied';
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL, pg=_INITIAL_PG),
     Migration(2, "agent sessions, journal-wide order, honest statuses, redo", _SESSIONS, rebuilds=True,
               pg=_SESSIONS_PG),
+    Migration(3, "chunked payloads, lean actions indexes", _CHUNKS_AND_LEAN_INDEXES, pg=_CHUNKS_AND_LEAN_INDEXES_PG),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].number
 

@@ -112,6 +112,7 @@ class SqliteBackend:
             return self.conn.execute(text, [_storable(p) for p in params])
 
     def executemany(self, text: str, rows: list) -> None:
+        """One statement (``?`` placeholders, as :meth:`sql` takes them) over many rows."""
         # checked first: a row that fails half-way through would leave the earlier ones inserted
         self.conn.executemany(text, [r if all(_utf8(p) for p in r) else [_storable(p) for p in r] for r in rows])
 

@@ -27,7 +27,7 @@ _ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.@-]{0,62}")
 _MEMBER_GRANTS = {
     "runs": "SELECT, INSERT, UPDATE, DELETE", "actions": "SELECT, INSERT, UPDATE, DELETE",
     "undos": "SELECT, INSERT, UPDATE, DELETE", "events": "SELECT, INSERT, DELETE",
-    "blobs": "SELECT, INSERT", "shapes": "SELECT, INSERT", "sessions": "SELECT, INSERT, UPDATE, DELETE",
+    "blobs": "SELECT, INSERT", "packs": "SELECT, INSERT", "chunks": "SELECT, INSERT", "shapes": "SELECT, INSERT", "sessions": "SELECT, INSERT, UPDATE, DELETE",
     "counters": "SELECT, UPDATE", "migrations": "SELECT", "team": "SELECT",
 }
 _ON_PG_ONLY = ("team roles live in a team journal on PostgreSQL; on a SQLite journal the OS user owns "
@@ -90,6 +90,10 @@ class TeamMixin(AttemptsMixin):
                 raise ConflictError(f"{me} is a {role if role != 'none' else 'user'} of the team journal at "
                                     f"{self.path}, and a member may {what} only runs of their own user: run "
                                     f"{rid[:8]} is {owner}'s. Ask an admin (synartesis team list).")
+
+    def _may_collect(self) -> bool:
+        """Payloads are shared across the team's runs: only an admin deletes unreferenced ones."""
+        return not self._team_journal() or self.whoami()[1] == "admin"
 
     def run_owners(self, run_ids: Iterable[str]) -> dict[str, str]:
         """{run id: the database role that began it}; empty on SQLite."""

@@ -26,6 +26,8 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
     ("runs", "id, label, client, started_at, ended_at, status, pid, servers, head, session_id, proxy_started, host, "
              "unverified, end_note", "{order}"),
     ("blobs", "hash, codec, size, data", "hash"),
+    ("packs", "id, data", "id"),
+    ("chunks", "hash, pack, start, length, codec, size", "hash"),
     ("shapes", "fingerprint, server, tool, ref, first_seen", "fingerprint"),
     ("actions", "id, run_id, seq, server, tool, class, rule, call_key, args_ref, prior, snapshot_ref, result_ref, "
                 "inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, decision_note, used_by, "
@@ -59,7 +61,7 @@ def copy_journal(source: "Journal", target: "Journal") -> CopyCounts:
             order = order.format(order=source.db.row_order)
             marks = ",".join("?" * (cols.count(",") + 1))
             insert = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
-            if table in ("sessions", "blobs", "shapes"):
+            if table in ("sessions", "blobs", "packs", "chunks", "shapes"):
                 insert += " ON CONFLICT DO NOTHING"
             with source._guard("read for a copy"):
                 cur = source._q(f"SELECT {cols} FROM {table} ORDER BY {order}")
