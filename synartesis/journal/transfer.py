@@ -46,15 +46,21 @@ class CopyCounts:
     rows: dict[str, int] = field(default_factory=dict)
 
 
-def copy_journal(source: "Journal", target: "Journal") -> CopyCounts:
-    """Copy every row of ``source`` into ``target`` in one transaction of the target.
+def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None = None) -> CopyCounts:
+    """Copy every row of ``source`` (or only what ``run_ids`` need: their sessions, rows and
+    events, and every payload) into ``target`` in one transaction of the target.
 
     Raises:
-        UsageError: the target already holds actions (or runs of the source).
+        UsageError: a whole copy into a target that already holds runs, or a run that is
+            already there.
     """
     counts = CopyCounts()
+    some = run_ids is not None
+    ids = list(run_ids or [])
+    if some and not ids:
+        return counts
     with target._guard("copy a journal"), target._tx():
-        if target._one("SELECT count(*) FROM actions")[0] or target._one("SELECT count(*) FROM runs")[0]:
+        if not some and (target._one("SELECT count(*) FROM actions")[0] or target._one("SELECT count(*) FROM runs")[0]):
             raise UsageError(f"the journal at {target.path} already holds runs; migrate into an empty one "
                              "(journal-wide action numbers are chained and cannot be merged)")
         for table, cols, order in _TABLES:
@@ -63,8 +69,9 @@ def copy_journal(source: "Journal", target: "Journal") -> CopyCounts:
             insert = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
             if table in ("sessions", "blobs", "packs", "chunks", "shapes"):
                 insert += " ON CONFLICT DO NOTHING"
+            where, params = _only(table, ids) if some else ("", ())
             with source._guard("read for a copy"):
-                cur = source._q(f"SELECT {cols} FROM {table} ORDER BY {order}")
+                cur = source._q(f"SELECT {cols} FROM {table}{where} ORDER BY {order}", params)
                 n = 0
                 while True:
                     rows = cur.fetchmany(_BATCH)
@@ -77,3 +84,15 @@ def copy_journal(source: "Journal", target: "Journal") -> CopyCounts:
         target._q("UPDATE counters SET value = ? WHERE name = 'gseq' AND value < ?", (top[0], top[0]) if top else (0, 0))
     target._heads.clear()
     return counts
+
+
+def _only(table: str, ids: list[str]) -> tuple[str, tuple]:
+    """The WHERE clause that limits ``table`` to what the runs ``ids`` need (payloads: all)."""
+    marks = ",".join("?" * len(ids))
+    if table == "runs":
+        return f" WHERE id IN ({marks})", tuple(ids)
+    if table == "sessions":
+        return f" WHERE id IN (SELECT session_id FROM runs WHERE id IN ({marks}))", tuple(ids)
+    if table in ("actions", "undos", "events"):
+        return f" WHERE run_id IN ({marks})", tuple(ids)
+    return "", ()

@@ -30,7 +30,7 @@ def test_a_journal_down_at_start_holds_every_call_and_names_it_without_the_passw
         assert f"postgresql://ana@127.0.0.1:{port}/team" in text and "holding this call" in text
         assert "hunter2" not in text
     assert (root / "a.txt").read_text() == "a0"
-    assert not list(tmp_path.rglob("journal.db")) and not (tmp_path / "home" / ".synartesis" / "journal.db").exists()
+    assert not list(tmp_path.rglob("journal.db")) and not list(tmp_path.rglob("spool"))  # never a silent fallback
     # the CLI says the same, and exits 1 (not a usage error): the journal is just not there
     out = cli("list", "--journal", url)
     assert out.returncode == 1 and f"127.0.0.1:{port}/team" in out.stderr and "hunter2" not in out.stdout + out.stderr
