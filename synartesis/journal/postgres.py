@@ -41,6 +41,9 @@ __all__ = ["PostgresBackend", "Error", "RetryableJournalError", "connect", "conn
 Error = psycopg.Error
 # pg_advisory_xact_lock key of "the journal" (per database: advisory locks are).
 LOCK_KEY = 0x5359_4E41_5254  # "SYNART"
+_BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_KEY}), pg_current_xact_id()::text"
+_VALUES = re.compile(r"^(INSERT INTO [^()]+ \([^()]+\) VALUES )(\([^()]*\))( ON CONFLICT DO NOTHING)?$", re.S)
+_ROWS_PER_INSERT = 200
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CONNECT_TIMEOUT_S = 10
 
@@ -174,9 +177,20 @@ class PostgresBackend:
             return self._raw.execute(text, fixed)
 
     def executemany(self, text: str, rows: list) -> None:
+        """One statement (``?`` placeholders) over many rows. An ``INSERT … VALUES (…)`` is sent
+        as multi-row INSERTs (one round trip and one parameter dump per 200 rows: the proxy's
+        journal thread spends less time holding the interpreter while reads are relayed)."""
         rows = [r if all(_ok(p) for p in r) else [_storable(p) for p in r] for r in rows]
-        with self._raw.cursor() as cur:
-            cur.executemany(self.sql(text), rows)
+        m = _VALUES.match(text)
+        if m is None or len(rows) < 2:
+            with self._raw.cursor() as cur:
+                cur.executemany(self.sql(text), rows)
+            return
+        head, one, tail = m.group(1), m.group(2), m.group(3) or ""
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            part = rows[start:start + _ROWS_PER_INSERT]
+            flat = [v for r in part for v in r]
+            self._raw.execute(self.sql(head + ",".join([one] * len(part)) + tail), flat)
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -185,9 +199,9 @@ class PostgresBackend:
             self._reconnect()
         conn = self._raw
         try:
-            conn.execute("BEGIN")
-            xid = conn.execute("SELECT pg_advisory_xact_lock(%s), pg_current_xact_id()::text",
-                               (LOCK_KEY,)).fetchone()[1]
+            cur = conn.execute(_BEGIN)  # one round trip: BEGIN, then the lock and the transaction id
+            cur.nextset()
+            xid = cur.fetchone()[1]
         except psycopg.OperationalError as exc:
             raise self._lost(exc, None) from None
         self._in_tx = True
