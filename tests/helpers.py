@@ -502,6 +502,18 @@ def text_of(result: Any) -> str:
     return " ".join(parts)
 
 
+def imported_modules(argv: list[str], frames: bytes) -> set[str]:
+    """Top-level modules the command ``argv`` (a ``synartesis_argv``) imported before it exited,
+    fed ``frames`` on stdin (``python -X importtime``)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], input=frames, capture_output=True,
+                          timeout=60)
+    names = set()
+    for line in done.stderr.decode().splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
+
+
 def open_journal(path: Path):
     from synartesis.journal import Journal
     return Journal.open(path)

@@ -34,20 +34,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(HERE))
 import pgkit  # noqa: E402  (the tests' server kit: one way to start PostgreSQL)
 
-FS = REPO / ".servers" / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
-POLICY = """version: 1
-servers:
-  files: {}
-tools:
-  - match: "files.read_*"
-    class: readonly
-  - match: "files.write_file"
-    class: reversible
-    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"]}
-    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
-"""
+from run_benchmarks import FS, POLICY  # noqa: E402  (the same server and policy as the other benchmarks)
 
 
 def proxy_cmd(manifest: Path, journal: str, pythonpath: str | None = None) -> str:

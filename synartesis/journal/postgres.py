@@ -34,6 +34,8 @@ from typing import Any, Iterator
 import psycopg
 
 from synartesis.errors import JournalConfigError, JournalError, NoJournalError
+from synartesis.journal.sqlite import _storable as _sqlite_storable
+from synartesis.journal.sqlite import _utf8
 from synartesis.paths import JournalURL
 
 __all__ = ["PostgresBackend", "Error", "RetryableJournalError", "connect", "conninfo"]
@@ -319,18 +321,10 @@ def _clean(exc: Exception, url: JournalURL) -> str:
 
 
 def _ok(value: Any) -> bool:
-    if not isinstance(value, str) or value.isascii() and "\x00" not in value:
-        return True
-    if "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """True unless ``value`` is text PostgreSQL cannot take (a lone surrogate or a NUL)."""
+    return _utf8(value) and not (isinstance(value, str) and "\x00" in value)
 
 
 def _storable(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
-    return value
+    stored = _sqlite_storable(value)
+    return stored.replace("\x00", "\\x00") if isinstance(stored, str) else stored

@@ -93,9 +93,7 @@ def test_a_commit_whose_answer_was_lost_is_settled_by_asking_the_server(pg_journ
 
 
 def test_a_proxy_on_a_sqlite_journal_never_imports_psycopg(tmp_path):
-    import subprocess
-
-    from helpers import FAKE_POLICY, FAKE_SERVER, proxy_argv
+    from helpers import FAKE_POLICY, FAKE_SERVER, imported_modules, proxy_argv
     manifest, journal, state = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
     manifest.write_text(FAKE_POLICY)
     state.write_text('{"k": "v"}')
@@ -104,7 +102,5 @@ def test_a_proxy_on_a_sqlite_journal_never_imports_psycopg(tmp_path):
               b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
               b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
               b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put","arguments":{"key":"k","value":"w"}}}\n')
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], input=frames, capture_output=True, timeout=60)
-    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.decode().splitlines()
-                if line.startswith("import time:") and "|" in line}
+    imported = imported_modules(argv, frames)
     assert "sqlite3" in imported and "psycopg" not in imported  # the call was journalled, on SQLite only
