@@ -105,9 +105,11 @@ class GatesMixin(RunsMixin):
         Raises:
             ConflictError: a team journal's member deciding on another user's run (issue 14).
         """
-        row = self._one("SELECT run_id FROM actions WHERE id = ?", (action_id,)) if self.db.name == "postgresql" else None
-        if row:
-            self._check_may([row[0]], "approve or deny calls of")
+        if self.db.name == "postgresql":
+            with self._guard("record decision"):
+                row = self._one("SELECT run_id FROM actions WHERE id = ?", (action_id,))
+            if row:
+                self._check_may([row[0]], "approve or deny calls of")
         with self._guard("record decision"), self._tx():
             if approve:
                 return self._set(action_id, "approved", note=None, expect=("gated",), decided_by=by,
