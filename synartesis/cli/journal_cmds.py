@@ -88,11 +88,12 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
                   f"started {sv.session.started_at}  {len(sv.runs)} run{'s' if len(sv.runs) != 1 else ''}")
         for r in sv.runs:
             out.print(f"  run {r.id[:8]}  {escape(', '.join(sorted(r.servers)) or '-')}  {_status(r)}  started {r.started_at}"
-                      + (f"  ended {r.ended_at}" if r.ended_at else ""))
+                      + (f"  ended {r.ended_at}" if r.ended_at else "") + (f"  on {escape(r.host)}" if r.host else ""))
     else:
         r = view.target.runs[0]
         out.print(f"[bold]run {r.id}[/]  agent {escape(r.label or '-')}  {_status(r)}  started {r.started_at}"
-                  + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}")
+                  + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}"
+                  + (f"  on {escape(r.host)}" if r.host else ""))
         if r.end_note or r.stale:
             out.print(f"  note: {escape(r.end_note or 'its proxy is gone; it is closed on the next write to the journal')}")
     if not view.actions:
