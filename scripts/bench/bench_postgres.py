@@ -56,6 +56,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="few samples: a smoke run, not a measurement")
     ap.add_argument("--out", help="directory for the raw JSON (default: a temporary one)")
     ap.add_argument("--main", help="a checkout of main for the start-up A/B (default: none)")
+    ap.add_argument("--parts", default="read,write,concurrent,startup",
+                    help="which to run, comma-separated (default: all of read,write,concurrent,startup)")
     opts = ap.parse_args()
     if not FS.exists():
         raise SystemExit(f"{FS} is missing: install the test servers first (npm ci --prefix .servers)")
@@ -80,16 +82,21 @@ def main() -> None:
         direct = f"direct=node {shlex.quote(str(FS))} {wd}"
         variants = [f"sqlite={proxy_cmd(manifest, str(work / 'rr.db'))}", f"postgresql={proxy_cmd(manifest, pg())}"]
         rr = [sys.executable, str(HERE / "rr.py"), "--burst", "10", "--reps", "3" if q else "15", "--workdir", str(wd)]
+        parts = set(opts.parts.split(","))
         for kind, rounds in (("read", "5" if q else "30"), ("write", "3" if q else "10")):
+            if kind not in parts:
+                continue
             cmds = [a for c in [direct, *variants] for a in ("--cmd", c.replace("{workdir}", str(wd)))]
             run(*rr, "--kind", kind, "--rounds", rounds, "--warmup", "3", *cmds, "--out", str(out / f"rr-{kind}.json"),
                 cwd=work)
         for label, journal in (("sqlite", str(work / "conc.db")), ("postgresql", pg())):
+            if "concurrent" not in parts:
+                break
             run(sys.executable, str(HERE / "mcpbench.py"), "concurrent", "--procs", "8" if q else "32", "--writes", "25",
                 "--rounds", "1", "--timeout", "300", "--workdir", str(wd / f"conc-{label}"), "--journal", journal,
                 "--cmd", f"{label}={proxy_cmd(manifest, '{journal}')}", "--out", str(out / f"conc-{label}.json"),
                 cwd=work)
-        if opts.main:
+        if opts.main and "startup" in parts:
             run(sys.executable, str(HERE / "startcpu.py"), "--out", str(out / "startcpu.json"), "4" if q else "20",
                 direct, f"main={proxy_cmd(manifest, '{journal}', opts.main)}".replace("{workdir}", str(wd)),
                 f"branch={proxy_cmd(manifest, '{journal}')}".replace("{workdir}", str(wd)), cwd=work)
