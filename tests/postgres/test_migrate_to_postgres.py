@@ -63,3 +63,18 @@ def test_a_migrated_journal_audits_on_both_sides_and_its_runs_can_be_undone(tmp_
     # a second migration into the same database is refused: its runs are there already
     again = cli("journal", "migrate", "--to", url, "--journal", str(journal))
     assert again.returncode == 2 and "already holds runs" in again.stderr
+
+
+def test_migrate_and_team_refuse_what_they_cannot_do_with_the_journal_named(tmp_path):
+    from synartesis.journal import Journal
+    journal = tmp_path / "journal.db"
+    Journal.open(journal, create=True).close()
+    same = cli("journal", "migrate", "--to", str(journal), "--journal", str(journal))
+    assert same.returncode == 2 and "being migrated" in same.stderr
+    port = pgkit.free_port()
+    down = cli("journal", "migrate", "--to", f"postgresql://ana:pw-literal@127.0.0.1:{port}/team", "--journal", str(journal))
+    assert down.returncode == 1 and f"postgresql://ana@127.0.0.1:{port}/team" in down.stderr
+    assert "pw-literal" not in down.stdout + down.stderr
+    team = cli("team", "list", "--journal", str(journal))
+    assert team.returncode == 2 and "PostgreSQL" in team.stderr and "OS user owns everything" in team.stderr
+    assert cli("journal", "migrate", "--journal", str(journal)).returncode == 2  # --to is required
