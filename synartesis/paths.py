@@ -171,8 +171,8 @@ def locate_journal(env: Env, policy_path: Path, given: str | os.PathLike[str] | 
         p = Path(policy_journal).expanduser()
         return p if p.is_absolute() else policy_path.parent / p
     if given:
-        if is_journal_url(given):
-            return JournalURL(str(given))
+        if isinstance(given, JournalURL) or is_journal_url(given):
+            return JournalURL(given) if isinstance(given, JournalURL) else JournalURL(str(given))
         p = Path(given).expanduser()
         return p if p.is_absolute() else (env.cwd / p)
     return policy_path.parent / JOURNAL_FILENAME

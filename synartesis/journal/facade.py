@@ -52,8 +52,8 @@ class Journal(TeamMixin):
         db: Any
         if is_journal_url(path):
             from synartesis.journal.postgres import PostgresBackend  # psycopg: only for a PostgreSQL journal
-            from synartesis.paths import JournalURL
-            db = PostgresBackend.open(JournalURL(str(path)), create=create)
+            from synartesis.paths import journal_location
+            db = PostgresBackend.open(journal_location(path), create=create)  # a JournalURL keeps its password
         else:
             db = SqliteBackend.open(path, create=create)
         try:
