@@ -71,6 +71,9 @@ def main() -> None:
     wd.mkdir()
     manifest = work / "synartesis.yaml"
     manifest.write_text(POLICY)
+    # with a PostgreSQL journal the compiled policy cache lives in $SYNARTESIS_HOME: keep it here,
+    # never in the real home
+    os.environ["SYNARTESIS_HOME"] = str(work / "home")
     q = opts.quick
     server = pgkit.PgServer.start(bindir, settings={"fsync": "on", "full_page_writes": "on",
                                                     "synchronous_commit": "off"})
