@@ -344,13 +344,14 @@ def _live_children() -> set[int]:
 
 
 @asynccontextmanager
-async def stdio_client(params: Any):
+async def stdio_client(params: Any, errlog: Any = None):
     """The mcp SDK's ``stdio_client(params)``, with the server process it starts registered
-    for reaping (the SDK starts it itself, so it is found as our new child)."""
+    for reaping (the SDK starts it itself, so it is found as our new child). ``errlog``: a
+    file the process's stderr goes to (default: ours)."""
     from mcp.client.stdio import stdio_client as sdk_stdio_client
 
     before = _live_children()
-    async with sdk_stdio_client(params) as streams:
+    async with sdk_stdio_client(params, errlog=errlog or sys.stderr) as streams:
         current_procs().adopt(sorted(_live_children() - before))
         yield streams
 

@@ -431,6 +431,9 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         if a.cls != "readonly":
             by_run.setdefault(a.run_id, []).append(a)
     touched = {s.run for s in report.steps}
+    if not any(s.kind in ("revert", "overwrite") or (s.kind == "already-reverted" and s.reason != "already rolled back")
+               for s in report.steps):
+        touched = set()  # this attempt put nothing back (all undone before): it reports nothing, not rolled_back
     statuses: dict[str, str] = {}
     total_unverified = 0
     for rid, acts in by_run.items():
