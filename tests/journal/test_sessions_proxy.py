@@ -105,3 +105,12 @@ def test_the_client_name_from_initialize_labels_both_runs_and_their_session(tmp_
     assert picked in " ".join(done.stdout.split())
     assert "memory.create_entities" in done.stdout and "[unverified]" in done.stdout
     assert (root / "a.txt").read_text() == "before\n"
+    # the session by its id: redo, then undo again, and history has all three
+    sid = session["session"]
+    redone = cli("redo", sid[:10], *env_cli, env=env)
+    assert redone.returncode == 0 and (root / "a.txt").read_text() == "x", redone.stdout + redone.stderr
+    again = cli("undo", sid, *env_cli, env=env)
+    assert again.returncode == 0 and (root / "a.txt").read_text() == "before\n", again.stdout + again.stderr
+    entries = json.loads(cli("history", sid[:10], "--json", *env_cli).stdout)
+    assert [(e["kind"], e["target"]) for e in entries] == [("undo", f"session {sid[:10]}"),
+        ("redo", f"session {sid[:10]}"), ("undo", f"session {sid[:10]}")]
