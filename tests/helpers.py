@@ -41,6 +41,16 @@ tools:
     inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
 """
 
+# The kv server's put as a compensation with no read: nothing can check it (unverified), and
+# an error after it cannot be settled (unknown).
+FAKE_BLIND_POLICY = FAKE_POLICY.replace('''  - match: "kv.put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''  - match: "kv.put"
+    class: compensable
+    inverse: {tool: kv.put, args: {key: "$.key", value: "v0"}}''', 1)
+assert FAKE_BLIND_POLICY != FAKE_POLICY
+
 # The filesystem server's reversible writes (the shipped policy has more; tests keep theirs small).
 FS_POLICY = """version: 1
 servers:

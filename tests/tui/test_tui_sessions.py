@@ -5,7 +5,7 @@ would change (the real proxy and the small kv server)."""
 from __future__ import annotations
 
 import pytest
-from helpers import FAKE_POLICY, RawSession, open_journal
+from helpers import FAKE_BLIND_POLICY, FAKE_POLICY, RawSession, open_journal
 from test_tui import World, run, screen_text, until
 
 from synartesis.tui.screens import JobScreen, TextScreen
@@ -101,18 +101,9 @@ def test_a_held_call_shows_what_it_would_change(tmp_path):
     assert world.kv()["k0"] == "v0"  # only read
 
 
-BLIND_PUT = FAKE_POLICY.replace('''  - match: "kv.put"
-    class: reversible
-    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
-    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''  - match: "kv.put"
-    class: compensable
-    inverse: {tool: kv.put, args: {key: "$.key", value: "v0"}}''')
-
-
 def test_the_consoles_own_undo_of_a_compensation_it_cannot_check_ends_unverified(tmp_path):
     world = World(tmp_path)
-    assert BLIND_PUT != FAKE_POLICY
-    world.manifest.write_text(BLIND_PUT)
+    world.manifest.write_text(FAKE_BLIND_POLICY)
     world.session([("put", {"key": "k0", "value": "agent"})])
 
     async def go():
