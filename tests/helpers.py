@@ -41,6 +41,16 @@ tools:
     inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
 """
 
+# The kv server's put as a compensation with no read: nothing can check it (unverified), and
+# an error after it cannot be settled (unknown).
+FAKE_BLIND_POLICY = FAKE_POLICY.replace('''  - match: "kv.put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''  - match: "kv.put"
+    class: compensable
+    inverse: {tool: kv.put, args: {key: "$.key", value: "v0"}}''', 1)
+assert FAKE_BLIND_POLICY != FAKE_POLICY
+
 # The filesystem server's reversible writes (the shipped policy has more; tests keep theirs small).
 FS_POLICY = """version: 1
 servers:
@@ -350,13 +360,14 @@ def _live_children() -> set[int]:
 
 
 @asynccontextmanager
-async def stdio_client(params: Any):
+async def stdio_client(params: Any, errlog: Any = None):
     """The mcp SDK's ``stdio_client(params)``, with the server process it starts registered
-    for reaping (the SDK starts it itself, so it is found as our new child)."""
+    for reaping (the SDK starts it itself, so it is found as our new child). ``errlog``: a
+    file the process's stderr goes to (default: ours)."""
     from mcp.client.stdio import stdio_client as sdk_stdio_client
 
     before = _live_children()
-    async with sdk_stdio_client(params) as streams:
+    async with sdk_stdio_client(params, errlog=errlog or sys.stderr) as streams:
         current_procs().adopt(sorted(_live_children() - before))
         yield streams
 

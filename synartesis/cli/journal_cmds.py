@@ -345,18 +345,20 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
 
 @app.command("history")
 def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: everything)."),
+                by: Optional[str] = typer.Option(None, "--by", help="Only what this person (or `saga`) did."),
                 manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
                 as_json: bool = JsonOpt) -> None:
     """Every undo, redo, approval and denial: who, when, each step, and the original call."""
     from synartesis.services.history import history
     with journal_for(manifest, journal) as j:
-        entries = history(j, target)
+        entries = history(j, target, by=by)
     if as_json:
         print_json([e.as_json() for e in entries])
         return
     out = console()
     if not entries:
-        out.print("nothing was undone, redone, approved or denied" + (f" in {escape(target)}" if target else ""))
+        out.print("nothing was undone, redone, approved or denied" + (f" in {escape(target)}" if target else "")
+                  + (f" by {escape(by)}" if by else ""))
         return
     for e in entries:
         if e.kind in ("approved", "denied"):

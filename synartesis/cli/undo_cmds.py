@@ -116,7 +116,7 @@ def render_undo(report: UndoReport) -> None:
     aside = [s for s in report.steps if s.kind in ("kept", "left")]
     for s in main:
         style = _KIND_STYLE.get(s.kind, "")
-        tag = "  [unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
+        tag = "  \\[unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
         out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}{tag}")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
@@ -174,7 +174,11 @@ def render_undo(report: UndoReport) -> None:
     status = report.shown_status
     if report.halted and not report.dry_run and not report.changed:
         status = "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
-    out.print(f"\n  [bold]R E S U L T[/]  {status}{' (dry run)' if report.dry_run else ''}\n")
+    if report.dry_run:
+        shown = f"{status} (dry run)" if report.preview_force else f"would end {status} (dry run)"
+    else:
+        shown = status
+    out.print(f"\n  [bold]R E S U L T[/]  {shown}\n")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:

@@ -30,6 +30,8 @@ def test_runs_of_one_client_process_form_one_session(new_journal):
     s = j.get_session(sessions[a])
     assert (s.kind, s.client, s.client_pid) == ("client", "claude-code", 4000)
     assert [r.id for r in j.session_runs(s.id)] == [b, a]
+    listed = {x.id: x.last_at for x in j.list_sessions()}
+    assert s.last_at == j.find_session(s.id[:8]).last_at == listed[s.id] is not None  # show says what list says
 
 
 def test_an_explicit_session_wins_over_the_client_process(new_journal):

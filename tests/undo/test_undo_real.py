@@ -62,7 +62,9 @@ def test_overwrite_then_undo_restores_exact_bytes(tmp_path, fs_server, journal_a
     with open_journal(journal) as j:
         rid = j.list_runs()[0].id
     named = _undo(manifest, journal, rid[:8])
-    assert named.returncode == 0 and "called" not in named.stdout  # nothing sent twice
+    # named, it says there is nothing left in it (exit 1), and sends nothing twice
+    assert named.returncode == 1 and "called" not in named.stdout
+    assert "nothing to undo in run" in named.stdout and "3 already rolled back" in named.stdout
     with open_journal(journal) as j:
         run = j.list_runs()[0]
         assert run.status == "rolled_back"
