@@ -36,6 +36,10 @@ class JournalBase:
         self._known_blobs: set[str] = set()
         self._tx_heads: dict[str, str] = {}
         self._tx_blobs: list[str] = []
+        # Status changes that may wait for this connection's next transaction (the proxy's
+        # "applied" after a write, see ActionsMixin.defer_applied): each is prepared before the
+        # transaction begins (it may wait for a read) and returns what is run first inside it.
+        self._deferred: list[Callable[[], Callable[[], None]]] = []
 
     @property
     def conn(self) -> Any:
@@ -48,6 +52,14 @@ class JournalBase:
         return self.db.warnings
 
     def close(self) -> None:
+        """Commit what was deferred (best effort: if it cannot be, those actions stay
+        ``pending`` and become ``unknown``), then close the connection."""
+        if self._deferred:
+            try:
+                with self._guard("commit deferred changes"), self._tx():
+                    pass
+            except JournalError:
+                pass
         self.db.close()
 
     def __enter__(self) -> "JournalBase":
@@ -70,14 +82,21 @@ class JournalBase:
     @contextmanager
     def _tx(self) -> Iterator[None]:
         """One write transaction holding the write lock from its start. The first one of a CLI
-        connection closes stale runs before it does anything else."""
+        connection closes stale runs before it does anything else; deferred changes go first.
+        If it fails, deferred changes are dropped with it (their actions stay ``pending``,
+        which a closed or stale run turns into ``unknown``): one that cannot be written must
+        not block every later call."""
         self._tx_heads, self._tx_blobs = {}, []
+        deferred, self._deferred = self._deferred, []
+        changes = [prepare() for prepare in deferred]  # outside the write lock: they may wait for a read
         with self.db.write():
             self._in_tx = True
             try:
                 if self._reap_on_write:
                     self._reap_on_write = False
                     self._reap_stale()
+                for change in changes:
+                    change()
                 yield
             finally:
                 self._in_tx = False
