@@ -210,17 +210,6 @@ class ActionsMixin(ChainMixin):
             return change
         self._deferred.append(prepare)
 
-    @property
-    def deferred(self) -> int:
-        """How many changes wait for this connection's next transaction."""
-        return len(self._deferred)
-
-    def flush(self) -> None:
-        """Commit the deferred changes now (one transaction; nothing if there are none)."""
-        if self._deferred:
-            with self._guard("mark applied"), self._tx():
-                pass
-
     def mark_failed(self, action_id: str, note: str, result: Any = None) -> None:
         """The call certainly did not happen (refused before it was sent, a JSON-RPC error,
         ``isError`` from a read, or a write whose re-read shows nothing changed)."""

@@ -86,6 +86,9 @@ class JournalBase:
         If it fails, deferred changes are dropped with it (their actions stay ``pending``,
         which a closed or stale run turns into ``unknown``): one that cannot be written must
         not block every later call."""
+        if self._in_tx:  # a method called from a deferred change: part of the outer transaction
+            yield
+            return
         self._tx_heads, self._tx_blobs = {}, []
         deferred, self._deferred = self._deferred, []
         changes = [prepare() for prepare in deferred]  # outside the write lock: they may wait for a read
@@ -103,6 +106,25 @@ class JournalBase:
         # committed (an exception above skips this: a rolled-back head or blob is not known)
         self._heads.update(self._tx_heads)
         self._known_blobs.update(self._tx_blobs)
+
+    def defer(self, change: Callable[[], None]) -> None:
+        """Run ``change`` (journal calls: their transactions join it) at the start of this
+        connection's next write transaction, or at :meth:`flush`, instead of in one of its
+        own. Until then it is not written: a process killed first loses it, so only what may
+        honestly be lost goes here (what an action's status already tells, see
+        ActionsMixin.defer_applied and the undo engine's step records)."""
+        self._deferred.append(lambda: change)
+
+    @property
+    def deferred(self) -> int:
+        """How many changes wait for this connection's next transaction."""
+        return len(self._deferred)
+
+    def flush(self) -> None:
+        """Commit the deferred changes now (one transaction; nothing if there are none)."""
+        if self._deferred:
+            with self._guard("write deferred changes"), self._tx():
+                pass
 
     def _reap_stale(self) -> int:  # provided by RunsMixin
         return 0
