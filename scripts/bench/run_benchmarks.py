@@ -14,7 +14,8 @@ What runs (the drivers are this folder's copies of the team's kit, ``shared/benc
   against the bare server) and the CPU the proxy burnt before it (warm: the compiled policy
   cache exists, the journal does not).
 - ``journal_series.py`` journal bytes over bytes written: 30 writes of 200 KB of fresh prose,
-  and 30 small edits (about 1 % each) of one 200 KB file.
+  and 30 small edits (about 1 % each) of one 200 KB file; for the edits also the payload store
+  alone (what chunking changes, without the journal's fixed pages and each action's rows).
 - ``mcpbench.py undo``: undo of a 1-write and a 200-write run; per step beyond the server's own
   three calls (drift read, inverse, re-read at the bare server's p50s).
 - ``bigread.py``: peak RSS of the proxy while relaying one 50 MB answer, over the answer's size.
@@ -65,6 +66,7 @@ ROWS = [
     ("undo", "undo, per step beyond the server's three calls", "-", "<= +1.5 ms"),
     ("journal_fresh", "journal bytes / written, 30 x 200 KB fresh prose", "0.43x", "<= 0.5x"),
     ("journal_edits", "journal bytes / written, 30 small edits of one 200 KB file", "<< 0.05x", "<= 0.05x"),
+    ("payload_edits", "... the payload store alone (blobs and packs)", "<< 0.05x", "-"),
     ("rss", "peak RSS relaying a 50 MB answer / its size", "-", "<= 2x"),
 ]
 
@@ -178,6 +180,9 @@ def collect(out: Path, labels: list[str]) -> dict:
         series = {r["pattern"]: r for r in load(f"series-{label}.json")}
         table["journal_fresh"][label] = series["fresh"]["ratio"]
         table["journal_edits"][label] = series["edits"]["ratio"]
+        edits = series["edits"]
+        if edits.get("payload_bytes") is not None:
+            table["payload_edits"][label] = edits["payload_bytes"] / edits["written"]
         undo = load(f"undo-{label}.json")
         table["undo"][label] = undo.get("per_step_ms", float("nan")) - (2 * direct_read + direct_write)
         table["rss"][label] = load(f"bigread-{label}.json")[label]["ratio"]
@@ -190,8 +195,8 @@ def collect(out: Path, labels: list[str]) -> dict:
 def fmt(key: str, v: float | None) -> str:
     if v is None:
         return "—"
-    if key in ("read", "write", "write_declared", "journal_fresh", "journal_edits", "rss"):
-        return f"{v:.3f}x" if key.startswith("journal") else f"{v:.2f}x"
+    if key in ("read", "write", "write_declared", "journal_fresh", "journal_edits", "payload_edits", "rss"):
+        return f"{v:.3f}x" if key.startswith(("journal", "payload")) else f"{v:.2f}x"
     if key == "cpu":
         return f"{v:.0f} us"
     if key in ("start_wall", "undo"):

@@ -10,8 +10,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
-__all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "shorten", "visible",
-           "journal_for"]
+__all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "printable", "shorten",
+           "visible", "journal_for"]
 
 ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="P")
 JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="P")
@@ -34,8 +34,26 @@ def err_console() -> Console:
 
 
 def print_json(value: Any) -> None:
-    """Write ``value`` as indented JSON to stdout."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Write ``value`` as indented JSON to stdout. A lone surrogate (a server can return one,
+    JSON can escape it) cannot be written as UTF-8: then the text is written with every
+    non-ASCII character escaped, which is the same JSON."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, indent=2, ensure_ascii=True, default=str)
+    sys.stdout.write(text + "\n")
+
+
+def printable(text: str) -> str:
+    """``text`` with what the terminal's encoding cannot carry (a lone surrogate) escaped
+    (``\\ud800``), so printing it never raises."""
+    enc = sys.stdout.encoding or "utf-8"
+    try:
+        text.encode(enc)
+        return text
+    except UnicodeEncodeError:
+        return text.encode(enc, "backslashreplace").decode(enc)
 
 
 def shorten(value: Any, limit: int = 96) -> str:

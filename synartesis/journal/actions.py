@@ -37,11 +37,12 @@ class ActionsMixin(ChainMixin):
 
     def _next_gseq(self) -> int:
         """The next journal-wide action number (inside the transaction that uses it)."""
-        if self.db.returning:  # one statement fewer per recorded action
+        if self.db.returning:
             row = self._one("UPDATE counters SET value = value + 1 WHERE name = 'gseq' RETURNING value")
-            return int(self._require(row, "the action counter")[0])
-        self._q("UPDATE counters SET value = value + 1 WHERE name = 'gseq'")
-        return int(self._require(self._one("SELECT value FROM counters WHERE name = 'gseq'"), "the action counter")[0])
+        else:
+            self._q("UPDATE counters SET value = value + 1 WHERE name = 'gseq'")
+            row = self._one("SELECT value FROM counters WHERE name = 'gseq'")
+        return int(self._require(row, "the action counter")[0])
 
     def _insert_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                        args: Any, status: str, note: str | None, decided_by: str | None = None,
@@ -184,6 +185,34 @@ class ActionsMixin(ChainMixin):
             self._set(action_id, "applied", note=note, expect=("pending", "unknown"),
                       result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
                       verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+
+    def defer_applied(self, action_id: str, *, result: Any, inverse: list | None, verify: Any,
+                      post: Any, note: str | None) -> None:
+        """:meth:`mark_applied`, written at the start of this connection's next transaction
+        (or by :meth:`flush`) instead of in one of its own: the proxy's lane commits a write's
+        outcome with the next call's record, one commit where there were two (issue 11 item 4).
+        Until then the action is ``pending``; a proxy killed in between leaves it so, and it
+        becomes ``unknown`` (undo halts there) when the run is closed or found stale.
+
+        ``post`` may be a callable returning ``(post, problem)``: the post-read still in flight,
+        waited for before that transaction takes the write lock; ``problem`` (or None) is added
+        to the note.
+        """
+        def prepare() -> Callable[[], None]:
+            state, why = post, None
+            if callable(post):
+                try:
+                    state, why = post()
+                except Exception as exc:  # noqa: BLE001 - the outcome is journalled whatever the read did
+                    state, why = None, f"post-state could not be captured: {exc!r}"
+            text = "; ".join(x for x in (why, note) if x) or None
+
+            def change() -> None:
+                self._set(action_id, "applied", note=text, expect=("pending", "unknown"),
+                          result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
+                          verify_ref=self._put_opt(verify), post_ref=self._put_opt(state))
+            return change
+        self._deferred.append(prepare)
 
     def mark_failed(self, action_id: str, note: str, result: Any = None) -> None:
         """The call certainly did not happen (refused before it was sent, a JSON-RPC error,

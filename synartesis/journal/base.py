@@ -37,6 +37,10 @@ class JournalBase:
         self._known_blobs: set[str] = set()
         self._tx_heads: dict[str, str] = {}
         self._tx_blobs: list[str] = []
+        # Status changes that may wait for this connection's next transaction (the proxy's
+        # "applied" after a write, see ActionsMixin.defer_applied): each is prepared before the
+        # transaction begins (it may wait for a read) and returns what is run first inside it.
+        self._deferred: list[Callable[[], Callable[[], None]]] = []
 
     @property
     def conn(self) -> Any:
@@ -49,6 +53,14 @@ class JournalBase:
         return self.db.warnings
 
     def close(self) -> None:
+        """Commit what was deferred (best effort: if it cannot be, those actions stay
+        ``pending`` and become ``unknown``), then close the connection."""
+        if self._deferred:
+            try:
+                with self._guard("commit deferred changes"), self._tx():
+                    pass
+            except JournalError:
+                pass
         self.db.close()
 
     def __enter__(self) -> "JournalBase":
@@ -71,20 +83,49 @@ class JournalBase:
     @contextmanager
     def _tx(self) -> Iterator[None]:
         """One write transaction holding the write lock from its start. The first one of a CLI
-        connection closes stale runs before it does anything else."""
+        connection closes stale runs before it does anything else; deferred changes go first.
+        If it fails, deferred changes are dropped with it (their actions stay ``pending``,
+        which a closed or stale run turns into ``unknown``): one that cannot be written must
+        not block every later call."""
+        if self._in_tx:  # a method called from a deferred change: part of the outer transaction
+            yield
+            return
         self._tx_heads, self._tx_blobs = {}, []
+        deferred, self._deferred = self._deferred, []
+        changes = [prepare() for prepare in deferred]  # outside the write lock: they may wait for a read
         with self.db.write():
             self._in_tx = True
             try:
                 if self._reap_on_write:
                     self._reap_on_write = False
                     self._reap_stale()
+                for change in changes:
+                    change()
                 yield
             finally:
                 self._in_tx = False
         # committed (an exception above skips this: a rolled-back head or blob is not known)
         self._heads.update(self._tx_heads)
         self._known_blobs.update(self._tx_blobs)
+
+    def defer(self, change: Callable[[], None]) -> None:
+        """Run ``change`` (journal calls: their transactions join it) at the start of this
+        connection's next write transaction, or at :meth:`flush`, instead of in one of its
+        own. Until then it is not written: a process killed first loses it, so only what may
+        honestly be lost goes here (what an action's status already tells, see
+        ActionsMixin.defer_applied and the undo engine's step records)."""
+        self._deferred.append(lambda: change)
+
+    @property
+    def deferred(self) -> int:
+        """How many changes wait for this connection's next transaction."""
+        return len(self._deferred)
+
+    def flush(self) -> None:
+        """Commit the deferred changes now (one transaction; nothing if there are none)."""
+        if self._deferred:
+            with self._guard("write deferred changes"), self._tx():
+                pass
 
     def _reap_stale(self) -> int:  # provided by RunsMixin
         return 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import OrderedDict
 from hashlib import sha256
 from typing import Any, Iterator
 
@@ -43,6 +44,7 @@ _CHUNK_MIN = 2048
 _CHUNK_MAX = 16384
 _CHUNK_MASK = 31
 _DIGEST_LEN = 32
+_PACK_CACHE = 16 * 1024 * 1024  # inflated packs kept per connection
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 # Every column that holds a ref (garbage collection keeps what these point at).
@@ -132,18 +134,19 @@ class BlobsMixin(JournalBase):
             for (h,) in self._all(f"SELECT hash FROM chunks WHERE hash IN ({','.join('?' * len(part))})", tuple(part)):
                 pieces.pop(h, None)
         if pieces:
-            packed, rows, offset = [], [], 0
-            for h, piece in pieces.items():
-                codec, stored = "raw", piece
-                z = zlib.compress(piece, 6)
-                if len(z) < len(piece):
-                    codec, stored = "zlib", z
-                packed.append(stored)
-                rows.append((h, digest, offset, len(stored), codec, len(piece)))
-                offset += len(stored)
+            # one compressed stream for the whole pack: a fresh text compresses as well as it
+            # did whole; a chunk is read by inflating its pack (``zpack``) and slicing it
+            raw = b"".join(pieces.values())
+            packed = zlib.compress(raw, 6)
+            codec = "zpack"
+            if len(packed) >= len(raw):
+                codec, packed = "raw", raw
             pack = new_id()  # not the blob's name: a pack kept by prune outlives its blob
-            rows = [(h, pack, *rest) for h, _, *rest in rows]
-            self._q("INSERT INTO packs (id, data) VALUES (?,?)", (pack, b"".join(packed)))
+            rows, offset = [], 0
+            for h, piece in pieces.items():
+                rows.append((h, pack, offset, len(piece), codec, len(piece)))
+                offset += len(piece)
+            self._q("INSERT INTO packs (id, data) VALUES (?,?)", (pack, packed))
             self.db.executemany("INSERT INTO chunks (hash, pack, start, length, codec, size) "
                                 "VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING", rows)
         self._q("INSERT INTO blobs (hash, codec, size, data) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
@@ -166,18 +169,54 @@ class BlobsMixin(JournalBase):
 
     def _join_chunks(self, digest: str, listing: bytes) -> bytes:
         names = _listing(listing)
-        found: dict[str, bytes] = {}
+        where: dict[str, tuple[str, int, int, str]] = {}
         unique = sorted(set(names))
         for k in range(0, len(unique), 500):
             part = unique[k:k + 500]
-            for h, codec, data in self._all(
-                    "SELECT c.hash, c.codec, substr(p.data, c.start + 1, c.length) FROM chunks c "
-                    f"JOIN packs p ON p.id = c.pack WHERE c.hash IN ({','.join('?' * len(part))})", tuple(part)):
-                found[h] = self._unpack(digest, codec, data)
+            for h, pack, start, length, codec in self._all(
+                    f"SELECT hash, pack, start, length, codec FROM chunks WHERE hash IN ({','.join('?' * len(part))})",
+                    tuple(part)):
+                where[h] = (pack, start, length, codec)
+        cache = self._inflated_packs()
+        packs: dict[str, bytes] = {}
+        wanted = sorted({w[0] for w in where.values()} - cache.keys())
+        for k in range(0, len(wanted), 500):
+            part = wanted[k:k + 500]
+            for pack, data in self._all(f"SELECT id, data FROM packs WHERE id IN ({','.join('?' * len(part))})",
+                                        tuple(part)):
+                packs[pack] = bytes(data)
+        out = []
         try:
-            return b"".join(found[h] for h in names)
+            for h in names:
+                pack, start, length, codec = where[h]
+                if pack in cache:
+                    cache.move_to_end(pack)
+                    data = cache[pack]
+                elif codec == "zpack":  # the pack is one stream: inflate it once, slice the chunk
+                    data = self._unpack(digest, "zlib", packs[pack])
+                    self._keep_pack(pack, data)
+                else:  # raw: the stored bytes
+                    data = packs[pack]
+                out.append(data[start:start + length])
         except KeyError:
             raise JournalError(f"the journal at {self.path} is missing part of payload {digest[:12]}") from None
+        return b"".join(out)
+
+    def _inflated_packs(self) -> "OrderedDict[str, bytes]":
+        """Packs inflated lately (undo reads each step's snapshot, post-state and inverse out of
+        the same few packs): newest last, :data:`_PACK_CACHE` bytes at most. A pack never
+        changes once written (prune only deletes it with the last chunk that points into it)."""
+        cache = self.__dict__.get("_pack_cache")
+        if cache is None:
+            cache = self.__dict__["_pack_cache"] = OrderedDict()
+        return cache
+
+    def _keep_pack(self, pack: str, data: bytes) -> None:
+        cache = self._inflated_packs()
+        cache[pack] = data
+        total = sum(len(v) for v in cache.values())
+        while total > _PACK_CACHE and len(cache) > 1:
+            total -= len(cache.popitem(last=False)[1])
 
     def _split(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -288,3 +327,4 @@ class BlobsMixin(JournalBase):
             if pack not in packs:  # a pack goes when none of its chunks is used any more
                 self._q("DELETE FROM packs WHERE id = ?", (pack,))
         self._known_blobs.clear()
+        self.__dict__.pop("_pack_cache", None)

@@ -220,8 +220,9 @@ CREATE POLICY events_prune ON events FOR DELETE USING (synartesis_may_run(run_id
 # Schema 3 (issue 11 items 4 and 6): payloads larger than 16 KiB may be stored as content-defined
 # chunks (blobs codec 'chunks', listing its chunks' digests; an older build must not read one as
 # raw bytes, hence the number). The chunks a payload brings are written together as one pack
-# (``packs.data``: each chunk compressed on its own, one after another); ``chunks`` says where
-# each one is (its pack, byte offset from 0, stored length, codec, size unpacked).
+# (``packs.data``: the chunks one after another, zlib-compressed as one stream when that is
+# smaller); ``chunks`` says where each one is: its pack, byte offset from 0 and length in the
+# pack's inflated bytes, the pack's codec ('zpack' compressed, 'raw' not), and its size.
 # The actions indexes a read or a write never needs while it is recorded go: gate lookups by
 # call key are served by partial indexes that only held, approved and denied rows enter (the
 # queries in gates.py repeat each index's condition exactly), and nothing looks actions up by

@@ -371,6 +371,16 @@ class Engine:
         return run_read_sync(self.upstream.request, read, timeout=self.options.read_timeout,
                              max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta)
 
+    def read_later(self, read: dict) -> Callable[[], ReadOutcome]:
+        """Send one of our reads now (a write's post-read); the returned callable waits for
+        its outcome (see :func:`synartesis.proxy.pipeline.start_read`)."""
+        from synartesis.proxy.pipeline import ReadOutcome, start_read
+        if read["server"] != self.server:
+            failed = ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
+            return lambda: failed
+        return start_read(self.upstream, read, timeout=self.options.read_timeout,
+                          max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta)
+
     def request_for(self, server: str) -> Callable[..., Any]:
         """The blocking ``request(method, params, *, timeout, meta)`` of ``server``'s connection."""
         return self.upstream.request
@@ -386,6 +396,7 @@ class Engine:
         """Saga mode: undo this run's actions over our own connection, newest first, with the
         undo engine's checks; returns what the agent is told (``services.saga``)."""
         assert self.saga_hook is not None and self.run_id is not None
+        self._flush_applied()  # the undo engine reads what the run did
         return self.saga_hook(journal=self.journal, run_id=self.run_id, server=server,
                               request=self.request_for(server), policy=self.policy, options=self.options,
                               error=error)
@@ -713,6 +724,7 @@ class Engine:
         while True:
             item = self._lane.get()
             if item is None:
+                self._flush_applied()
                 return
             try:
                 if isinstance(item, CallContext):
@@ -723,10 +735,22 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(item if isinstance(item, CallContext) else None, exc)
             finally:
+                if self._lane_count == 1:  # nothing queued behind it: commit its outcome now
+                    self._flush_applied()
                 with self._lane_cond:
                     self._lane_count -= 1
                     if self._lane_count == 0:
                         self._lane_cond.notify_all()
+
+    def _flush_applied(self) -> None:
+        """Commit a write's deferred ``applied`` (the pipeline leaves it for the next call's
+        record transaction, so a burst of writes pays one commit each, not two)."""
+        j = self._journal
+        if j is not None and j.deferred:
+            try:
+                j.flush()
+            except JournalError as exc:  # the action stays pending: unknown once the run closes
+                log("error", "could not journal a write's outcome", error=str(exc))
 
     def _internal_error(self, ctx: CallContext | None, exc: Exception) -> None:
         log("error", "internal error in tools/call", error=repr(exc))

@@ -27,7 +27,7 @@ from synartesis.policy.model import Policy
 from synartesis.proxy.call import CallContext, error_answer
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
 from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
-from synartesis.proxy.pipeline import ReadOutcome, run_read_sync
+from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed, Upstream
 
@@ -98,6 +98,13 @@ class MultiEngine(Engine):
             return ReadOutcome("failed", reason=f"server {read['server']} is not connected")
         return run_read_sync(up.request, read, timeout=self.options.read_timeout,
                              max_bytes=self.options.max_snapshot_bytes)
+
+    def read_later(self, read: dict) -> Any:
+        up = self.upstreams.get(read["server"])
+        if up is None:
+            failed = ReadOutcome("failed", reason=f"server {read['server']} is not connected")
+            return lambda: failed
+        return start_read(up, read, timeout=self.options.read_timeout, max_bytes=self.options.max_snapshot_bytes)
 
     def catalog(self, server: str) -> dict[str, dict] | None:
         if server not in self._catalogs:

@@ -14,7 +14,8 @@ nothing of the transport, the threads or the client connection.
    Absence where the inverse needs the snapshot holds the call for approval.
 6. Forward the original bytes; a JSON-RPC error or ``isError`` → ``failed``.
 7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``), or the
-   policy's declared ``post_state``, and mark it ``applied`` in one transaction.
+   policy's declared ``post_state``, and mark it ``applied``: committed with the lane's next
+   transaction (the next call's record) or as soon as the lane is idle, not in one of its own.
 8. Timeout, disconnect or cancellation after the request was written → ``unknown``.
 
 A plain read (readonly, nothing to capture) is forwarded at once and journalled by the engine's
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from synartesis.canonical import canonical
@@ -39,7 +41,7 @@ from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed, is_unknown_answer
 
 __all__ = ["DECLARED_NOTE", "GATE_PREFIX", "CallContext", "CallHost", "ReadOutcome", "classify_read", "handle_call",
-           "is_plain_read", "read_record", "resolve_call", "run_read", "run_read_sync", "tool_result"]
+           "is_plain_read", "read_record", "resolve_call", "run_read", "run_read_sync", "start_read", "tool_result"]
 
 GATE_PREFIX = "Synartesis is holding this call for approval"
 IRREVERSIBLE = "this action cannot be undone"
@@ -95,6 +97,7 @@ class CallHost(Protocol):
     def await_answer(self, ctx: CallContext) -> Any: ...
     def report_timeout(self, ctx: CallContext) -> None: ...
     def read(self, read: dict) -> ReadOutcome: ...
+    def read_later(self, read: dict) -> "Callable[[], ReadOutcome]": ...
     def record_read(self, item: dict) -> None: ...
     def saga_enabled(self, server: str) -> bool: ...
     def rollback(self, server: str, error: str) -> str: ...
@@ -134,6 +137,34 @@ def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
 
 def _read_params(read: dict) -> dict:
     return {"name": read["tool"], "arguments": read.get("args", {})}
+
+
+def start_read(upstream: Any, read: dict, *, timeout: float | None, max_bytes: int,
+               meta: dict | None = None) -> Callable[[], ReadOutcome]:
+    """Send a resolved read now and return what waits for its outcome: ``upstream.submit``
+    where the upstream has it (the stdio one), else the read is run at once."""
+    submit = getattr(upstream, "submit", None)
+    if submit is None:
+        done = run_read_sync(upstream.request, read, timeout=timeout, max_bytes=max_bytes, meta=meta)
+        return lambda: done
+    try:
+        waiting = submit("tools/call", _read_params(read), meta=meta)
+    except RequestFailed as exc:
+        failed = classify_read(read, exc, max_bytes)
+        return lambda: failed
+
+    def outcome() -> ReadOutcome:
+        answer = waiting.wait(timeout)
+        if answer is None:
+            upstream.forget(waiting)
+            result: Any = RequestFailed(f"no answer within {timeout:g} s", "timeout")
+        else:
+            try:
+                result = upstream.result_of("tools/call", answer)
+            except RequestFailed as exc:
+                result = exc
+        return classify_read(read, result, max_bytes)
+    return outcome
 
 
 def run_read_sync(request: Any, read: dict, *, timeout: float | None, max_bytes: int,
@@ -524,12 +555,22 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             except RefError as exc:
                 notes.append(f"the declared post_state could not be resolved, so it was read back: {exc}")
         if post is None:
-            observed = host.read(verify_read)
-            post = observed.observation()
-            if post is None:
-                notes.append(f"post-state could not be captured: {observed.reason}")
-    j.mark_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
-                   inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
+            # sent now, waited for when the outcome is committed: with the lane's next
+            # transaction (the next call's record, so the next call's pre-read overlaps it: both
+            # read the state this write left, and nothing is written before it is answered) or
+            # when the lane goes idle (Engine._lane_loop)
+            pending = host.read_later(verify_read)
+
+            def post_state() -> tuple[dict | None, str | None]:
+                observed = pending()
+                state = observed.observation()
+                if state is None:
+                    log("warn", "applied with reservations", action=action_id, notes=[observed.reason])
+                    return None, f"post-state could not be captured: {observed.reason}"
+                return state, None
+            post = post_state
+    j.defer_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
+                    inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
     if notes:
         log("warn", "applied with reservations", action=action_id, notes=notes)
 

@@ -24,6 +24,7 @@ starts them from the runs' launch lines; saga mode passes the proxy's own connec
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -358,15 +359,24 @@ async def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRo
                      one: Callable[[ActionRow], Awaitable[Step]], report: UndoReport,
                      deferred: dict[str, dict] | None = None) -> None:
     """Take each action's step in order (``one``), record it in the attempt, stop at a halt.
-    ``deferred``: action states ``one`` left to be written with the step (one transaction)."""
+    ``deferred``: action states ``one`` left to be written with the step (one transaction).
+
+    A step's record (and the state it settles) is written with the next transaction — the
+    next step's claim, or the attempt's end — not in one of its own: one commit per step. An
+    undo killed in between leaves that action ``rolling_back`` (its inverse was sent), and
+    the next undo re-reads it: found reverted, or a halt where no read can tell. A halt is
+    written at once."""
     for a in actions:
         step = await one(a)
         step.run, step.gseq = a.run_id, a.gseq
         report.steps.append(step)
         settle = deferred.pop(a.id, None) if deferred is not None else None
         if attempt is not None:
-            j.attempt_step(attempt, a.run_id, {"action": a.id, "seq": a.seq, "kind": step.kind,
-                                               "outcome": step.outcome, "reason": step.reason}, settle)
+            record = {"action": a.id, "seq": a.seq, "kind": step.kind, "outcome": step.outcome, "reason": step.reason}
+            if step.kind == "halt":
+                j.attempt_step(attempt, a.run_id, record, settle)
+            else:
+                j.defer(functools.partial(j.attempt_step, attempt, a.run_id, record, settle))
         elif settle is not None:
             j.set_action_status(a.id, settle["status"], note=settle["note"], reverted=settle["reverted"])
         if step.kind == "halt":
@@ -485,6 +495,9 @@ class _Walk:
         self.simulated: dict[str, dict | None] = {}
         self.history = self._read_history(actions) if preview else {}
         self.deferred: dict[str, dict] = {}  # rolled_back, written with its step
+        # The last read, kept until anything is sent: the verifying re-read after an inverse
+        # is the next step's drift read when that step reads the same resource the same way.
+        self.last_read: tuple[str, ReadOutcome] | None = None
 
     def key(self, a: ActionRow, read: dict | None) -> str | None:
         return resource_key(self.runs.get(a.run_id), read)
@@ -507,7 +520,20 @@ class _Walk:
         return before
 
     async def read(self, a: ActionRow, read: dict) -> ReadOutcome:
-        return await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
+        """Run ``read`` on ``a``'s server, or reuse the last read's outcome when it was the same
+        read of the same server (as launched) and nothing has been sent since."""
+        key = canonical([self.key(a, read), read.get("absent_when"), read.get("refuse_when")])
+        if self.last_read is not None and self.last_read[0] == key:
+            return self.last_read[1]
+        out = await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
+        self.last_read = (key, out) if out.kind != "failed" else None
+        return out
+
+    async def send(self, a: ActionRow, call: dict, meta: dict) -> Any:
+        """Send one inverse call; forgets the last read (the resource may change now)."""
+        self.last_read = None
+        return await self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
+                                    timeout=self.opts.call_timeout, meta=meta)
 
     def status_step(self, a: ActionRow) -> Step | None:
         """The step an action's status alone decides (no server contact), or None."""
@@ -627,8 +653,7 @@ class _Walk:
         for k, call in enumerate(inverse):
             key = f"{a.run_id}:{a.seq}" + (f":{k + 1}" if len(inverse) > 1 else "")
             try:
-                result = await self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
-                                              timeout=opts.call_timeout, meta={IDEMPOTENCY_KEY: key})
+                result = await self.send(a, call, {IDEMPOTENCY_KEY: key})
             except RequestFailed as exc:
                 if exc.maybe_applied:
                     self.report.sent += 1

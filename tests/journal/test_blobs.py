@@ -72,6 +72,12 @@ def _edits(n: int, size: int = 200 * 1024) -> list[str]:
     return out
 
 
+def _chunked(j_or_conn) -> int:
+    """How many payloads are stored as chunk lists."""
+    conn = getattr(j_or_conn, "conn", j_or_conn)
+    return conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunks'").fetchone()[0]
+
+
 def _write_series(j, run, versions):
     ids = []
     for v in versions:
@@ -90,8 +96,7 @@ def test_an_edit_series_stores_the_chunks_each_edit_touched_not_every_version(ne
     written = sum(len(v) for v in versions)
     assert stored < 0.05 * written, stored / written
     assert [j.get_json(j.get_action(i).args_ref)["content"] for i in ids] == versions
-    assert j.conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunks'").fetchone()[0] == 30
-    assert j.audit(run).ok
+    assert _chunked(j) == 30 and j.audit(run).ok
     j.close()
 
 
@@ -100,9 +105,7 @@ def test_a_text_without_line_ends_and_a_lone_surrogate_round_trip_through_chunks
     run = j.begin_run("t", {})
     flat = "x" * 70_000 + "\ud800" + "y" * 70_000
     a = j.record_action(run, "fs", "w", "reversible", None, {"content": flat})
-    assert j.get_json(a.args_ref) == {"content": flat}
-    assert j.conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunks'").fetchone()[0] == 1
-    assert j.audit(run).ok
+    assert j.get_json(a.args_ref) == {"content": flat} and _chunked(j) == 1 and j.audit(run).ok
     j.close()
 
 
@@ -158,7 +161,7 @@ def test_a_schema_2_journal_upgrades_in_place_with_its_whole_payloads_and_held_c
         j.close()
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
-    assert raw.execute("SELECT count(*) FROM blobs WHERE codec = 'chunks'").fetchone()[0] == 0
+    assert _chunked(raw) == 0
     raw.close()
 
     j = Journal.open(path)
@@ -170,6 +173,5 @@ def test_a_schema_2_journal_upgrades_in_place_with_its_whole_payloads_and_held_c
     again, reused = j.hold(run, "fs", "delete", "irreversible", None, {"path": "x"}, "needs a person")
     assert reused and again.id == held.id
     _write_series(j, run, [big[:-1] + "!"])
-    assert j.conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunks'").fetchone()[0] == 1
-    assert j.audit(run).ok
+    assert _chunked(j) == 1 and j.audit(run).ok
     j.close()
