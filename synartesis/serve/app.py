@@ -303,6 +303,16 @@ class ServeApp:
             await send(_response_start(202, [(b"content-length", b"0")]))
             await send({"type": "http.response.body", "body": b""})
             return
+        keys = [id_key(i) for i in ids]
+        reused = [i for i, k in zip(ids, keys) if k in session.pending or keys.count(k) > 1]
+        if reused:
+            # An id already owed an answer in this session: forwarding it would hand this POST
+            # the other call's answer and leave that one waiting for ever (JSON-RPC ids must be
+            # unique among a session's requests in flight).
+            await self._json(send, 400, {"jsonrpc": "2.0", "id": reused[0], "error": {
+                "code": -32600, "message": f"Invalid Request: the id {json.dumps(reused[0])} is already in "
+                                           "flight in this session; use a new id for each request"}})
+            return
         stream = _Stream("post", ids, _progress_tokens(msg))
         for k in stream.waiting:
             session.pending[k] = stream
