@@ -357,6 +357,18 @@ class ServeApp:
             log("error", "could not start the server for a session", server=server, error=str(exc))
             await self._plain(send, 502, f"could not start {server}: {exc}")
             return None
+        if session.closed:
+            # The server exited while the session opened (``ended`` ran first): never register
+            # a closed session, whose POST nobody would answer; close its engine and say why.
+            backend = session.backend
+            try:
+                if backend is not None:
+                    await loop.run_in_executor(None, backend.close, 0.0)
+            except Exception as exc:  # noqa: BLE001 - the client is answered all the same
+                log("error", "error while closing a session", session=session.id[:8], error=repr(exc))
+            log("error", "the server exited as its session opened", server=server, session=session.id[:8])
+            await self._plain(send, 502, f"{server} exited as it started; see serve's log for its error output")
+            return None
         self.sessions[session.id] = session
         log("info", "session opened", server=server, session=session.id[:8])
         return session
