@@ -11,9 +11,10 @@ The rules (issue 9 item 3; the table in ``tests/test_redact.py`` pins each of th
 1. **References are never secrets.** A value made only of ``${VAR}`` / ``${env:VAR}``
    references (and an auth scheme word such as ``Bearer``) is kept: it is a name.
 2. **Secret-named flags hide their value**: ``--token X``, ``--api-key=X``, ``--client-secret``,
-   ``--password``, ``--pat``, ``--key``, ``-k`` … — a flag is secret-named when one of its words
-   (split on ``-``, ``_``, ``.`` and camelCase) is a secret word (:data:`SECRET_WORDS`, or a
-   compound such as ``apikey``). Flags whose last word says the value is a *reference* to a
+   ``--password``, ``--pat``, ``--key``, ``-k``, ``--access``, ``--pass`` … — a flag is
+   secret-named when one of its words (split on ``-``, ``_``, ``.`` and camelCase) is a secret
+   word (:data:`SECRET_WORDS`, or a compound such as ``apikey``), or its last word is one that
+   names a secret only at the end (``--access PW``; not ``--access-level``). Flags whose last word says the value is a *reference* to a
    secret (``--token-file``, ``--key-path``, ``--token-env``, ``--key-id``) and ``--no-…``
    switches keep their value.
 3. **Secret-named assignments hide their value**: ``API_KEY=x`` wherever it appears as one
@@ -22,8 +23,10 @@ The rules (issue 9 item 3; the table in ``tests/test_redact.py`` pins each of th
 4. **Headers**: after ``-H``/``--header`` every value is hidden except well-known harmless
    headers (``Content-Type``, ``Accept`` …); anywhere else ``Authorization: …``-style values
    with a secret header name are hidden. An auth scheme word stays (``Bearer <secret>``).
-5. **URLs**: a password in the userinfo (``://user:<secret>@host``) and secret-named query
-   parameters (``?api_key=<secret>``).
+5. **URLs**: a password in the userinfo (``://user:<secret>@host``), secret-named query
+   parameters (``?api_key=<secret>``), any query parameter whose value is token-shaped
+   (``?k=<hex>``: hosted servers use short names), and token-shaped path segments (Zapier-style
+   ``/api/mcp/s/<key>/mcp``).
 6. **Token-shaped values**, anywhere: known credential prefixes (``ghp_``, ``github_pat_``,
    ``sk-``, ``xoxb-``, ``AKIA``, JWTs, …) and high-entropy strings (:func:`looks_like_token`).
    Paths, package names, versions, UUIDs and ``sha256:`` digests are not tokens.
@@ -66,6 +69,9 @@ SECRET_WORDS = frozenset({
     "cookies", "jwt", "signature", "sig", "dsn", "pw", "otp", "sas", "privatekey",
     "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken", "clientsecret",
 })
+# Words that make a name secret only as its last word (``--access PW``, ``DB_PASS``), since
+# ``--access-level`` / ``--pass-through`` name something else.
+_SECRET_LAST_WORDS = frozenset({"access", "pass", "passcode", "pin"})
 # A flag/name ending in one of these words names where a secret is, not the secret itself.
 _REFERENCE_WORDS = frozenset({
     "file", "path", "dir", "directory", "env", "var", "variable", "name", "id", "type", "url", "uri",
@@ -89,6 +95,7 @@ _WORD_SPLIT = re.compile(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\-]*)=(.*)$", re.S)
 _HEADER_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$", re.S)
 _URL_USERINFO_RE = re.compile(r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@?#]*:)(?P<pw>[^/\s@?#]+)(?=@)")
+_URL_RE = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s?#]*)(?P<path>/[^\s?#]*)")
 _PARAM_RE = re.compile(r"(?P<pre>(?:^|[?&;#\s])(?P<name>[A-Za-z0-9_.\-]+)=)(?P<value>[^&;#\s]*)")
 _JSON_PAIR_RE = re.compile(r'(?P<pre>"(?P<name>[^"\\\n]{1,64})"\s*:\s*")(?P<value>(?:[^"\\\n]|\\.)*)(?=")')
 _SCHEME_RE = re.compile(r"(?i)^(?P<scheme>bearer|basic|token|digest|bot)\s+(?P<cred>\S.*)$", re.S)
@@ -144,7 +151,7 @@ def is_secret_name(name: str) -> bool:
     words = _words(name)
     if not words or words[-1] in _REFERENCE_WORDS:
         return False
-    if any(w in SECRET_WORDS for w in words):
+    if any(w in SECRET_WORDS for w in words) or words[-1] in _SECRET_LAST_WORDS:
         return True
     joined = "".join(words)
     return any(joined.endswith(c) for c in ("apikey", "secretkey", "accesskey", "privatekey", "authtoken",
@@ -242,10 +249,12 @@ def redact_string(value: str, mark: str = SECRET_MARK) -> str:
 
     def param(x: re.Match[str]) -> str:
         v = x.group("value")
-        if v and is_secret_name(x.group("name")) and not is_reference(v):
+        if v and (is_secret_name(x.group("name")) or looks_like_token(v)) and not is_reference(v):
             return x.group("pre") + mark
         return x.group(0)
 
+    if "://" in out:
+        out = _redact_url_paths(out, mark)
     if "=" in out:
         out = _PARAM_RE.sub(param, out)
     if '"' in out and ":" in out:
@@ -255,6 +264,15 @@ def redact_string(value: str, mark: str = SECRET_MARK) -> str:
     if looks_like_token(out):
         return mark
     return _PREFIXED.sub(mark, out)
+
+
+def _redact_url_paths(text: str, mark: str) -> str:
+    """``text`` with every token-shaped path segment of its URLs replaced by ``mark``."""
+    def url(x: re.Match[str]) -> str:
+        segments = x.group("path").split("/")
+        return x.group("head") + "/".join(mark if looks_like_token(seg) and not is_reference(seg) else seg
+                                          for seg in segments)
+    return _URL_RE.sub(url, text)
 
 
 def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
@@ -378,6 +396,8 @@ def redact_text(text: str, mark: str = DISPLAY_MARK) -> str:
     out = _JSON_PAIR_RE.sub(lambda x: x.group("pre") + mark
                             if is_secret_name(x.group("name")) and x.group("value")
                             and not is_reference(x.group("value")) else x.group(0), out)
+    if "://" in out:
+        out = _redact_url_paths(out, mark)
     return _PREFIXED.sub(mark, out)
 
 
