@@ -31,6 +31,11 @@ The rules (issue 9 item 3; the table in ``tests/test_redact.py`` pins each of th
    ``sk-``, ``xoxb-``, ``AKIA``, JWTs, …) and high-entropy strings (:func:`looks_like_token`).
    Paths, package names, versions, UUIDs and ``sha256:`` digests are not tokens.
 
+7. **Helper commands** (``--headers-helper CMD``, a ``headersHelper`` key: a command whose
+   output is the secret): the program name is kept; its arguments go through these rules, and
+   a JSON object among them is headers, so every value under a non-harmless name is hidden
+   (``echo '{"X-H": "<secret>"}'``).
+
 Everything else — paths, words, numbers, package names — is kept as it is.
 """
 
@@ -55,6 +60,7 @@ __all__ = [
     "redact_text",
     "redact_member",
     "SECRET_CONTAINERS",
+    "redact_command",
 ]
 
 #: What the policy and the journal's launch line hold in place of a hidden value.
@@ -275,6 +281,46 @@ def _redact_url_paths(text: str, mark: str) -> str:
     return _URL_RE.sub(url, text)
 
 
+def redact_command(command: str, mark: str = SECRET_MARK) -> str:
+    """A shell command whose output is a secret (rule 7), with its program name kept and the
+    secrets among its arguments replaced by ``mark``; unchanged when nothing is hidden.
+
+    ``echo '{"X-H":"TOKEN"}'`` → ``echo '{"X-H":"<mark>"}'``; ``vault read -field=token
+    secret/x`` is kept. A command the shell grammar cannot split keeps only its first word.
+    """
+    import shlex
+
+    if not isinstance(command, str) or not command.strip() or is_reference(command):
+        return command
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        first = command.split(None, 1)
+        return command if len(first) < 2 else f"{first[0]} {mark}"
+    if not words:
+        return command
+    shown, hidden = redact_argv(words[1:], mark)
+
+    def header_value(x: re.Match[str]) -> str:
+        name, value = x.group("name"), x.group("value")
+        if value and name.lower() not in _HARMLESS_HEADERS and not is_reference(value):
+            return x.group("pre") + mark
+        return x.group(0)
+
+    for i, arg in enumerate(shown):
+        if '"' in arg and ":" in arg and "{" in arg:
+            header_shown = _JSON_PAIR_RE.sub(header_value, arg)
+            hidden = hidden or header_shown != arg
+            shown[i] = header_shown
+    return shlex.join([words[0], *shown]) if hidden else command
+
+
+def _is_helper(flag: str) -> bool:
+    """A flag whose value is a command printing a secret (``--headers-helper``)."""
+    words = _words(flag)
+    return flag.startswith("--") and len(words) >= 2 and words[-1] == "helper"
+
+
 def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
     """One argument, given the flag right before it (``None`` when it is not a flag's value)."""
     if not isinstance(arg, str):
@@ -282,6 +328,8 @@ def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
     if flag is not None and not (arg.startswith("-") and len(arg) > 1):
         if _names_variables(flag):  # --header-env NAME=VAR, --bearer-env VAR: names, not values
             return arg
+        if _is_helper(flag):
+            return redact_command(arg, mark)
         if flag in _HEADER_FLAGS:
             m = _HEADER_RE.match(arg)
             if m and m.group(1).lower() not in _HARMLESS_HEADERS and m.group(2) \
@@ -292,6 +340,8 @@ def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
             return arg if (not arg or is_reference(arg) or _is_path(arg)) else _hide(arg, mark)
     if arg.startswith("-") and "=" in arg:
         name, _, value = arg.partition("=")
+        if _is_helper(name):
+            return f"{name}={redact_command(value, mark)}"
         if _flag_is_secret(name):
             return arg if (not value or is_reference(value)) else f"{name}={_hide(value, mark)}"
         if name in _HEADER_FLAGS:
@@ -326,7 +376,7 @@ def _names_variables(flag: str) -> bool:
 
 def _takes_value(flag: str) -> bool:
     return (flag in _SECRET_SHORT_FLAGS or flag in _HEADER_FLAGS or _flag_is_secret(flag)
-            or _names_variables(flag))
+            or _names_variables(flag) or _is_helper(flag))
 
 
 def redact_argv(argv: list[str], mark: str = SECRET_MARK) -> tuple[list[str], bool]:
@@ -414,6 +464,8 @@ def redact_member(container: str | None, key: str | None, value: str, mark: str 
         return value
     if container in SECRET_CONTAINERS:
         return _hide(value, mark)
+    if key is not None and _words(key)[-1:] == ["helper"]:  # headersHelper: a command (rule 7)
+        return redact_command(value, mark)
     if key is not None and is_secret_name(key):
         return value if _is_path(value) else _hide(value, mark)
     return redact_string(value, mark)

@@ -83,6 +83,10 @@ HIDDEN = [
     (["--access", "S7"], ["--access", M]),
     (["--db-pass=S7"], [f"--db-pass={M}"]),
     (["-e", "ADMIN_PASS=S7"], ["-e", f"ADMIN_PASS={M}"]),
+    # 48-50: a headers helper keeps its program, and hides what it would print (#17)
+    (["--headers-helper", "echo '{\"X-H\": \"S8\"}'"], ["--headers-helper", f"echo '{{\"X-H\": \"{M}\"}}'"]),
+    (["--headers-helper=get-token --api-key S8"], [f"--headers-helper=get-token --api-key '{M}'"]),
+    (["--headers-helper", f"mcp-auth {GHP}"], ["--headers-helper", f"mcp-auth '{M}'"]),
 ]
 
 KEPT = [
@@ -118,6 +122,8 @@ KEPT = [
     # URL paths of words, short query names with ordinary values, access-named settings
     ["https://github.com/modelcontextprotocol/servers/tree/main/src/filesystem", "https://x.dev/v1/mcp?k=2&id=abc"],
     ["--access-level", "read", "--access-mode=ro", "--passthrough", "x"],
+    ["--headers-helper", "vault read -field=token secret/mcp", "--headers-helper",
+     "printf '{\"Content-Type\": \"application/json\"}'"],
 ]
 
 
