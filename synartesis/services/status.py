@@ -182,7 +182,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                     row(False, "remote", "the client rewrote our entry back to the original since install",
                         rec.get("policy_key"), ["reverted by the client; run `synartesis install` again"])
                 else:
-                    row(False, "remote", why or "remote server, not bridged yet: run `synartesis install`")
+                    row(False, "invalid" if action == "invalid" else "remote",
+                        why or "remote server, not bridged yet: run `synartesis install`")
                 continue
             if entry.kind == "invalid":
                 row(False, "invalid", entry.detail)
