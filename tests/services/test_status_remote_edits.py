@@ -34,3 +34,26 @@ def test_status_says_an_edited_url_or_header_of_a_bridged_entry_has_no_effect_an
     assert "headers" in keyed and "url" not in keyed.split("no effect")[0]
     assert "url" in refd and "synartesis install" in refd and "args/env" in refd
     assert "rotated-literal-value" not in keyed and "old-literal-value" not in keyed
+
+
+def test_putting_an_edited_bridged_entry_back_in_its_remote_form_and_installing_applies_the_edit(fake_home, tmp_path):
+    # what the drift message tells the user to do must work
+    cfg = place(fake_home, "claude-code", json.dumps({"mcpServers": {
+        "keyed": {"type": "http", "url": "https://k.example/mcp", "headers": {"X-Api-Key": "old-literal-value"}}}}))
+    env = make_env(fake_home)
+    install(env, tmp_path, client="claude-code")
+    data = json.loads(cfg.read_text())
+    entry = data["mcpServers"]["keyed"]
+    entry["headers"]["X-Api-Key"] = "rotated-literal-value"
+    for k in ("command", "args"):
+        entry.pop(k)
+    entry["env"] = {k: v for k, v in entry.get("env", {}).items() if not k.startswith("SYNARTESIS_")}
+    if not entry["env"]:
+        entry.pop("env")
+    entry["type"] = "http"
+    cfg.write_text(json.dumps(data, indent=2))
+    _, result = install(env, tmp_path, client="claude-code")
+    assert result.ok
+    rows = _rows(env, tmp_path)
+    assert rows["keyed"].state == "wrapped" and not any("no effect" in d for d in rows["keyed"].drift), rows["keyed"]
+    assert "rotated-literal-value" in json.dumps(json.loads(cfg.read_text())["mcpServers"]["keyed"]["env"])
