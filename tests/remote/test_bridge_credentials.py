@@ -7,35 +7,17 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from pathlib import Path
 
-import pytest
+import test_bridge
 from helpers import RawSession, run, synartesis_argv
+from test_bridge import TOKEN, crm_policy
 
-import netkit
-from synartesis.demo.crm_server import SEED, dump_store
-
-TOKEN = "crm-helper-token-0123456789abcdef"
-
-
-def _policy(tmp_path: Path) -> Path:
-    from importlib import resources
-    path = tmp_path / "synartesis.yaml"
-    path.write_text((resources.files("synartesis.policies") / "crm.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def crm(tmp_path):
-    store = tmp_path / "crm.json"
-    store.write_bytes(dump_store({"customers": SEED, "outbox": []}))
-    server = netkit.crm_http(store, TOKEN)
-    yield server
-    server.stop()
+crm = test_bridge.crm  # the fixture: the toy CRM over HTTP, stopped when the test ends
 
 
 def test_a_headers_helper_command_is_journalled_without_the_secret_it_prints(tmp_path, crm):
-    policy, journal = _policy(tmp_path), tmp_path / "j.db"
+    policy, journal = crm_policy(tmp_path), tmp_path / "j.db"
+    crm = crm[0]
     helper = "echo '{\"Authorization\": \"Bearer %s\", \"X-H\": \"HELPERSECRET\"}'" % TOKEN
     argv = synartesis_argv("proxy", "--server", "crm", "--manifest", str(policy), "--journal", str(journal),
                            "--url", crm.url, "--headers-helper", helper)
@@ -53,8 +35,9 @@ def test_a_headers_helper_command_is_journalled_without_the_secret_it_prints(tmp
 def test_url_userinfo_and_an_explicit_authorization_header_are_refused_together(tmp_path, crm):
     # Before: httpx turned the userinfo into Basic auth over the explicit header, and the 401
     # then blamed the entry's headers.
+    crm = crm[0]
     url = crm.url.replace("http://", "http://alex:pw@")
-    out = run(synartesis_argv("proxy", "--server", "crm", "--manifest", str(_policy(tmp_path)), "--journal",
+    out = run(synartesis_argv("proxy", "--server", "crm", "--manifest", str(crm_policy(tmp_path)), "--journal",
                               str(tmp_path / "j.db"), "--url", url, "--header", f"Authorization: Bearer {TOKEN}"),
               text=True, timeout=60, input="", capture_output=True, env=dict(os.environ))
     assert out.returncode == 2, (out.returncode, out.stderr)
