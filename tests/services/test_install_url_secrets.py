@@ -26,6 +26,8 @@ def test_a_url_whose_path_or_short_query_is_the_key_never_reaches_the_policy(fak
     policy = (fake_home / ".synartesis" / "synartesis.yaml").read_text()
     assert "MzQ1NjdhYmMtZGVmMC0x" not in policy
     assert HEXKEY not in policy
+    zap = json.loads((fake_home / ".claude.json").read_text())["mcpServers"]["zap"]
+    assert "MzQ1NjdhYmMtZGVmMC0x" not in json.dumps(zap["args"])  # in env, out of `ps`
     installed = (fake_home / ".synartesis" / "installed.json").read_text()
     assert "MzQ1NjdhYmMtZGVmMC0x" not in installed and HEXKEY not in installed
 
