@@ -277,6 +277,10 @@ class Procs:
             _close_popen(proc)
         leaked: list[str] = []
         end = time.monotonic() + linger
+        for pid in list(SESSION_PIDS):  # a session fixture's server (PostgreSQL) outlives each test
+            if _alive(pid):
+                owned.add(pid)
+                owned.update(descendants(pid))
         stray = [p for p in descendants(me) if p not in owned]
         while stray and time.monotonic() < end:
             time.sleep(0.05)
@@ -316,6 +320,8 @@ def _collect_zombies(me: int, owned: set[int]) -> None:
 
 
 _current: Procs | None = None
+# Processes a session-scoped fixture started and stops itself (the test PostgreSQL server).
+SESSION_PIDS: set[int] = set()
 
 
 def current_procs() -> Procs:
@@ -494,6 +500,18 @@ def text_of(result: Any) -> str:
     for block in content or []:
         parts.append(block.get("text", "") if isinstance(block, dict) else getattr(block, "text", ""))
     return " ".join(parts)
+
+
+def imported_modules(argv: list[str], frames: bytes) -> set[str]:
+    """Top-level modules the command ``argv`` (a ``synartesis_argv``) imported before it exited,
+    fed ``frames`` on stdin (``python -X importtime``)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], input=frames, capture_output=True,
+                          timeout=60)
+    names = set()
+    for line in done.stderr.decode().splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
 
 
 def open_journal(path: Path):

@@ -43,7 +43,7 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     if to is not None and only is not None:
         raise typer.BadParameter("--to and --only do not go together", param_hint="--only")
-    opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by)
+    opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by, journal=journal)
     opts.to, opts.only = to, only
     with journal_for(manifest, journal) as j:
         report = asyncio.run(undo_run(j, opts))
@@ -66,7 +66,7 @@ def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     if yes and not force:
         raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     from synartesis.undo import redo
-    opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by)
+    opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by, journal=journal)
     with journal_for(manifest, journal) as j:
         report = asyncio.run(redo(j, opts))
     if as_json:
@@ -81,7 +81,8 @@ def _options(target: Optional[str], manifest: Optional[str], **kw) -> UndoOption
     policy = _policy(manifest)
     if kw.get("replan") and policy is None:
         raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
-    by = kw.pop("by") or default_actor()
+    journal = kw.pop("journal", None)
+    by = kw.pop("by") or default_actor(where(manifest, journal).journal)
     return UndoOptions(run=target, by=by, policy=policy, entry_env=entry_env, **kw)
 
 

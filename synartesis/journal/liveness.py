@@ -29,7 +29,12 @@ _boot_id: str | None = None
 
 
 def host_name() -> str:
-    """This machine's host name (runs record it: a pid means nothing on another machine)."""
+    """This machine's host name (runs record it: a pid means nothing on another machine).
+    ``$SYNARTESIS_HOST`` overrides it (a container or CI runner whose node name says nothing;
+    tests simulating several machines)."""
+    named = os.environ.get("SYNARTESIS_HOST")
+    if named:
+        return named
     if hasattr(os, "uname"):
         return os.uname().nodename
     return os.environ.get("COMPUTERNAME", "")  # Windows (no socket import on the proxy's start-up path)

@@ -294,6 +294,7 @@ class RunsMixin(ActionsMixin):
                     self._q("DELETE FROM undos WHERE run_id = ?", (rid,))
                     self._q("DELETE FROM runs WHERE id = ?", (rid,))
                 self._q("DELETE FROM sessions WHERE id NOT IN (SELECT session_id FROM runs WHERE session_id IS NOT NULL)")
-                self._collect_garbage()
+                if self._may_collect():  # a team member's prune leaves shared payloads to an admin
+                    self._collect_garbage()
             self.db.compact()
         return len(run_ids)
