@@ -11,9 +11,10 @@ The rules (issue 9 item 3; the table in ``tests/test_redact.py`` pins each of th
 1. **References are never secrets.** A value made only of ``${VAR}`` / ``${env:VAR}``
    references (and an auth scheme word such as ``Bearer``) is kept: it is a name.
 2. **Secret-named flags hide their value**: ``--token X``, ``--api-key=X``, ``--client-secret``,
-   ``--password``, ``--pat``, ``--key``, ``-k`` … — a flag is secret-named when one of its words
-   (split on ``-``, ``_``, ``.`` and camelCase) is a secret word (:data:`SECRET_WORDS`, or a
-   compound such as ``apikey``). Flags whose last word says the value is a *reference* to a
+   ``--password``, ``--pat``, ``--key``, ``-k``, ``--access``, ``--pass`` … — a flag is
+   secret-named when one of its words (split on ``-``, ``_``, ``.`` and camelCase) is a secret
+   word (:data:`SECRET_WORDS`, or a compound such as ``apikey``), or its last word is one that
+   names a secret only at the end (``--access PW``; not ``--access-level``). Flags whose last word says the value is a *reference* to a
    secret (``--token-file``, ``--key-path``, ``--token-env``, ``--key-id``) and ``--no-…``
    switches keep their value.
 3. **Secret-named assignments hide their value**: ``API_KEY=x`` wherever it appears as one
@@ -22,11 +23,18 @@ The rules (issue 9 item 3; the table in ``tests/test_redact.py`` pins each of th
 4. **Headers**: after ``-H``/``--header`` every value is hidden except well-known harmless
    headers (``Content-Type``, ``Accept`` …); anywhere else ``Authorization: …``-style values
    with a secret header name are hidden. An auth scheme word stays (``Bearer <secret>``).
-5. **URLs**: a password in the userinfo (``://user:<secret>@host``) and secret-named query
-   parameters (``?api_key=<secret>``).
+5. **URLs**: a password in the userinfo (``://user:<secret>@host``), secret-named query
+   parameters (``?api_key=<secret>``), any query parameter whose value is token-shaped
+   (``?k=<hex>``: hosted servers use short names), and token-shaped path segments (Zapier-style
+   ``/api/mcp/s/<key>/mcp``).
 6. **Token-shaped values**, anywhere: known credential prefixes (``ghp_``, ``github_pat_``,
    ``sk-``, ``xoxb-``, ``AKIA``, JWTs, …) and high-entropy strings (:func:`looks_like_token`).
    Paths, package names, versions, UUIDs and ``sha256:`` digests are not tokens.
+
+7. **Helper commands** (``--headers-helper CMD``, a ``headersHelper`` key: a command whose
+   output is the secret): the program name is kept; its arguments go through these rules, and
+   a JSON object among them is headers, so every value under a non-harmless name is hidden
+   (``echo '{"X-H": "<secret>"}'``).
 
 Everything else — paths, words, numbers, package names — is kept as it is.
 """
@@ -52,6 +60,7 @@ __all__ = [
     "redact_text",
     "redact_member",
     "SECRET_CONTAINERS",
+    "redact_command",
 ]
 
 #: What the policy and the journal's launch line hold in place of a hidden value.
@@ -66,6 +75,9 @@ SECRET_WORDS = frozenset({
     "cookies", "jwt", "signature", "sig", "dsn", "pw", "otp", "sas", "privatekey",
     "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken", "clientsecret",
 })
+# Words that make a name secret only as its last word (``--access PW``, ``DB_PASS``), since
+# ``--access-level`` / ``--pass-through`` name something else.
+_SECRET_LAST_WORDS = frozenset({"access", "pass", "passcode", "pin"})
 # A flag/name ending in one of these words names where a secret is, not the secret itself.
 _REFERENCE_WORDS = frozenset({
     "file", "path", "dir", "directory", "env", "var", "variable", "name", "id", "type", "url", "uri",
@@ -89,6 +101,7 @@ _WORD_SPLIT = re.compile(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\-]*)=(.*)$", re.S)
 _HEADER_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*)$", re.S)
 _URL_USERINFO_RE = re.compile(r"(?P<pre>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@?#]*:)(?P<pw>[^/\s@?#]+)(?=@)")
+_URL_RE = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s?#]*)(?P<path>/[^\s?#]*)")
 _PARAM_RE = re.compile(r"(?P<pre>(?:^|[?&;#\s])(?P<name>[A-Za-z0-9_.\-]+)=)(?P<value>[^&;#\s]*)")
 _JSON_PAIR_RE = re.compile(r'(?P<pre>"(?P<name>[^"\\\n]{1,64})"\s*:\s*")(?P<value>(?:[^"\\\n]|\\.)*)(?=")')
 _SCHEME_RE = re.compile(r"(?i)^(?P<scheme>bearer|basic|token|digest|bot)\s+(?P<cred>\S.*)$", re.S)
@@ -144,7 +157,7 @@ def is_secret_name(name: str) -> bool:
     words = _words(name)
     if not words or words[-1] in _REFERENCE_WORDS:
         return False
-    if any(w in SECRET_WORDS for w in words):
+    if any(w in SECRET_WORDS for w in words) or words[-1] in _SECRET_LAST_WORDS:
         return True
     joined = "".join(words)
     return any(joined.endswith(c) for c in ("apikey", "secretkey", "accesskey", "privatekey", "authtoken",
@@ -242,10 +255,12 @@ def redact_string(value: str, mark: str = SECRET_MARK) -> str:
 
     def param(x: re.Match[str]) -> str:
         v = x.group("value")
-        if v and is_secret_name(x.group("name")) and not is_reference(v):
+        if v and (is_secret_name(x.group("name")) or looks_like_token(v)) and not is_reference(v):
             return x.group("pre") + mark
         return x.group(0)
 
+    if "://" in out:
+        out = _redact_url_paths(out, mark)
     if "=" in out:
         out = _PARAM_RE.sub(param, out)
     if '"' in out and ":" in out:
@@ -257,6 +272,55 @@ def redact_string(value: str, mark: str = SECRET_MARK) -> str:
     return _PREFIXED.sub(mark, out)
 
 
+def _redact_url_paths(text: str, mark: str) -> str:
+    """``text`` with every token-shaped path segment of its URLs replaced by ``mark``."""
+    def url(x: re.Match[str]) -> str:
+        segments = x.group("path").split("/")
+        return x.group("head") + "/".join(mark if looks_like_token(seg) and not is_reference(seg) else seg
+                                          for seg in segments)
+    return _URL_RE.sub(url, text)
+
+
+def redact_command(command: str, mark: str = SECRET_MARK) -> str:
+    """A shell command whose output is a secret (rule 7), with its program name kept and the
+    secrets among its arguments replaced by ``mark``; unchanged when nothing is hidden.
+
+    ``echo '{"X-H":"TOKEN"}'`` → ``echo '{"X-H":"<mark>"}'``; ``vault read -field=token
+    secret/x`` is kept. A command the shell grammar cannot split keeps only its first word.
+    """
+    import shlex
+
+    if not isinstance(command, str) or not command.strip() or is_reference(command):
+        return command
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        first = command.split(None, 1)
+        return command if len(first) < 2 else f"{first[0]} {mark}"
+    if not words:
+        return command
+    shown, hidden = redact_argv(words[1:], mark)
+
+    def header_value(x: re.Match[str]) -> str:
+        name, value = x.group("name"), x.group("value")
+        if value and name.lower() not in _HARMLESS_HEADERS and not is_reference(value):
+            return x.group("pre") + mark
+        return x.group(0)
+
+    for i, arg in enumerate(shown):
+        if '"' in arg and ":" in arg and "{" in arg:
+            header_shown = _JSON_PAIR_RE.sub(header_value, arg)
+            hidden = hidden or header_shown != arg
+            shown[i] = header_shown
+    return shlex.join([words[0], *shown]) if hidden else command
+
+
+def _is_helper(flag: str) -> bool:
+    """A flag whose value is a command printing a secret (``--headers-helper``)."""
+    words = _words(flag)
+    return flag.startswith("--") and len(words) >= 2 and words[-1] == "helper"
+
+
 def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
     """One argument, given the flag right before it (``None`` when it is not a flag's value)."""
     if not isinstance(arg, str):
@@ -264,6 +328,8 @@ def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
     if flag is not None and not (arg.startswith("-") and len(arg) > 1):
         if _names_variables(flag):  # --header-env NAME=VAR, --bearer-env VAR: names, not values
             return arg
+        if _is_helper(flag):
+            return redact_command(arg, mark)
         if flag in _HEADER_FLAGS:
             m = _HEADER_RE.match(arg)
             if m and m.group(1).lower() not in _HARMLESS_HEADERS and m.group(2) \
@@ -274,6 +340,8 @@ def redact_arg(flag: str | None, arg: str, mark: str = SECRET_MARK) -> str:
             return arg if (not arg or is_reference(arg) or _is_path(arg)) else _hide(arg, mark)
     if arg.startswith("-") and "=" in arg:
         name, _, value = arg.partition("=")
+        if _is_helper(name):
+            return f"{name}={redact_command(value, mark)}"
         if _flag_is_secret(name):
             return arg if (not value or is_reference(value)) else f"{name}={_hide(value, mark)}"
         if name in _HEADER_FLAGS:
@@ -308,7 +376,7 @@ def _names_variables(flag: str) -> bool:
 
 def _takes_value(flag: str) -> bool:
     return (flag in _SECRET_SHORT_FLAGS or flag in _HEADER_FLAGS or _flag_is_secret(flag)
-            or _names_variables(flag))
+            or _names_variables(flag) or _is_helper(flag))
 
 
 def redact_argv(argv: list[str], mark: str = SECRET_MARK) -> tuple[list[str], bool]:
@@ -378,6 +446,8 @@ def redact_text(text: str, mark: str = DISPLAY_MARK) -> str:
     out = _JSON_PAIR_RE.sub(lambda x: x.group("pre") + mark
                             if is_secret_name(x.group("name")) and x.group("value")
                             and not is_reference(x.group("value")) else x.group(0), out)
+    if "://" in out:
+        out = _redact_url_paths(out, mark)
     return _PREFIXED.sub(mark, out)
 
 
@@ -394,6 +464,8 @@ def redact_member(container: str | None, key: str | None, value: str, mark: str 
         return value
     if container in SECRET_CONTAINERS:
         return _hide(value, mark)
+    if key is not None and _words(key)[-1:] == ["helper"]:  # headersHelper: a command (rule 7)
+        return redact_command(value, mark)
     if key is not None and is_secret_name(key):
         return value if _is_path(value) else _hide(value, mark)
     return redact_string(value, mark)

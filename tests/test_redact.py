@@ -21,6 +21,7 @@ AWS = "AKIA" + "IOSFODNN7EXAMPLE"
 JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 RANDOM = "q8ZrT2mVx9LbK4wNc7PdJ3hF"  # 24 chars of a random-looking API key, no known prefix
 HEX = "3f9a1c0b7e2d4f6a8b0c1d2e3f4a5b6c"  # 32 hex digits
+ZAPIER_KEY = "MzQ1NjdhYmMtZGVmMC0xMjM0LTU2NzgtOWFiY2RlZjAxMjM0OjEyMzQ1Ng=="  # base64, a path segment
 
 HIDDEN = [
     # 1-4: secret-named flags, value as the next argument
@@ -73,6 +74,19 @@ HIDDEN = [
     (["run", "-i", "--rm", "-e", f"GITHUB_PERSONAL_ACCESS_TOKEN={GHP}", "ghcr.io/github/github-mcp-server"],
      ["run", "-i", "--rm", "-e", f"GITHUB_PERSONAL_ACCESS_TOKEN={M}", "ghcr.io/github/github-mcp-server"]),
     (["--secret", "S6", "--token", "${OK}"], ["--secret", M, "--token", "${OK}"]),
+    # 42-47: keys hosted servers put in the URL path or under short query names, and
+    # flags named for what they open (adversarial review #5)
+    ([f"https://mcp.zapier.com/api/mcp/s/{ZAPIER_KEY}/mcp"], [f"https://mcp.zapier.com/api/mcp/s/{M}/mcp"]),
+    (["--url", f"https://server.smithery.ai/@foo/bar/mcp?profile=x&k={HEX}"],
+     ["--url", f"https://server.smithery.ai/@foo/bar/mcp?profile=x&k={M}"]),
+    ([f"https://hooks.example.com/{RANDOM}?x={RANDOM}"], [f"https://hooks.example.com/{M}?x={M}"]),
+    (["--access", "S7"], ["--access", M]),
+    (["--db-pass=S7"], [f"--db-pass={M}"]),
+    (["-e", "ADMIN_PASS=S7"], ["-e", f"ADMIN_PASS={M}"]),
+    # 48-50: a headers helper keeps its program, and hides what it would print (#17)
+    (["--headers-helper", "echo '{\"X-H\": \"S8\"}'"], ["--headers-helper", f"echo '{{\"X-H\": \"{M}\"}}'"]),
+    (["--headers-helper=get-token --api-key S8"], [f"--headers-helper=get-token --api-key '{M}'"]),
+    (["--headers-helper", f"mcp-auth {GHP}"], ["--headers-helper", f"mcp-auth '{M}'"]),
 ]
 
 KEPT = [
@@ -105,6 +119,11 @@ KEPT = [
     # CamelCase and kebab identifiers are not tokens
     ["MyServerName2024Production", "ModelContextProtocol2025Server", "my-server-2024-release-candidate"],
     ["--verbose", "--token", "--debug"],  # a flag after a secret flag is not its value
+    # URL paths of words, short query names with ordinary values, access-named settings
+    ["https://github.com/modelcontextprotocol/servers/tree/main/src/filesystem", "https://x.dev/v1/mcp?k=2&id=abc"],
+    ["--access-level", "read", "--access-mode=ro", "--passthrough", "x"],
+    ["--headers-helper", "vault read -field=token secret/mcp", "--headers-helper",
+     "printf '{\"Content-Type\": \"application/json\"}'"],
 ]
 
 

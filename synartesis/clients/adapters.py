@@ -1189,6 +1189,31 @@ def _shown_toml(text: str, mark: str) -> str:
     return jsonedit.apply_edits(text, edits)
 
 
+def _shown_toml_comments(text: str, mark: str) -> str:
+    """``text`` with the HTTP keys a Codex wrap turned into ``# synartesis: …`` comments shown
+    through the same rules as live keys (a comment is invisible to the TOML scan, and its
+    ``http_headers`` values are as secret as they were before the wrap)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith(_TOML_MARK):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith(_TOML_MARK):
+            j += 1
+        inner = [line[len(_TOML_MARK):] for line in lines[i:j]]
+        try:
+            shown = _shown_toml("\n".join(inner), mark).split("\n")
+        except (ValueError, RecursionError):  # not TOML on its own: hide every value
+            shown = [re.sub(r"=.*", f"= {tomledit.string_text(mark)}", line) for line in inner]
+        out += [_TOML_MARK + line for line in shown]
+        i = j
+    return "\n".join(out)
+
+
 def shown_text(descriptor: ClientDescriptor, data: bytes | None, mark: str = DISPLAY_MARK) -> str:
     """A config file's text as it may be shown (a ``--dry-run`` diff): every secret hidden.
 
@@ -1205,4 +1230,6 @@ def shown_text(descriptor: ClientDescriptor, data: bytes | None, mark: str = DIS
         body = _shown_json(body, mark) if descriptor.format == "json" else _shown_toml(body, mark)
     except (ValueError, RecursionError):  # not parseable: only the line backstop applies
         pass
+    if descriptor.format != "json" and _TOML_MARK in body:
+        body = _shown_toml_comments(body, mark)
     return "\n".join(redact_text(line, mark) for line in body.split("\n"))

@@ -102,6 +102,8 @@ async def _body(request: Request) -> dict:
         data = json.loads(await request.body() or b"{}")
     except ValueError:
         raise UsageError("the request body is not JSON") from None
+    except RecursionError:  # nesting deeper than the parser goes: no request of ours looks so
+        raise UsageError("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError("the request body must be a JSON object")
     return data
@@ -163,7 +165,7 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
     async def set_servers(request: Request):
         conv = conv_or_404(request.path_params["cid"])
         wanted = (await _body(request)).get("servers")
-        if not isinstance(wanted, list):
+        if not isinstance(wanted, list) or not all(isinstance(s, str) for s in wanted):
             return _err("servers must be a list of names")
         available = {s["name"] for s in window.servers() if s["available"]}
         unknown = [s for s in wanted if s not in available]
@@ -180,6 +182,8 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
     async def set_profile(request: Request):
         conv = conv_or_404(request.path_params["cid"])
         pid = (await _body(request)).get("profile")
+        if not isinstance(pid, str):
+            return _err("profile must be the name of a model profile")
         if pid not in window.settings.profiles:
             return _err(f"unknown model profile {pid!r}")
         conv.profile = pid
@@ -253,11 +257,15 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
                             status_code=200 if all(d.ok for d in results) else 409)
 
     def _scope(data: dict) -> tuple[Any, list[str], tuple[str, int] | None]:
-        conv = window.conversations.get(str(data.get("conversation"))) if data.get("conversation") else None
+        if data.get("conversation") is not None and not isinstance(data["conversation"], str):
+            raise UsageError("conversation must be a conversation id")
+        conv = window.conversations.get(data["conversation"]) if data.get("conversation") else None
         if conv is not None:
             runs = list(conv.runs)
         elif data.get("run"):
-            runs = [str(data["run"])]
+            if not isinstance(data["run"], str):
+                raise UsageError("run must be a run id")
+            runs = [data["run"]]
         else:
             raise UsageError("say what to undo: a conversation or a run")
         since = None

@@ -76,8 +76,11 @@ class Settings:
         """Change a profile's endpoint or model (and make it current); saved at once.
 
         Raises:
-            SettingsError: unknown profile, or a refused base URL.
+            SettingsError: unknown profile, a value that is not text, or a refused base URL.
         """
+        for what, value in (("the base URL", base_url), ("the model", model)):
+            if value is not None and not isinstance(value, str):
+                raise SettingsError(f"{what} must be text")
         if pid not in self.profiles:
             raise SettingsError(f"unknown model profile {pid!r}")
         p = self.profiles[pid]

@@ -105,13 +105,17 @@ class Engine:
         protected: extra files no guarded call may write without approval (the policy cache).
         saga_hook: what rolls a run back in saga mode (given by the process's entry point,
             so the proxy imports nothing of the undo engine: ``services.saga.rollback``).
+        origin: the run's :class:`~synartesis.journal.runs.RunOrigin` (default: this process's;
+            ``serve`` gives each MCP session its own agent session).
     """
 
     def __init__(self, server: str, upstream: Upstream, send_to_client: Callable[[Any], None], *,
                  policy: Policy | None, journal_path: Path, options: EngineOptions,
                  launch: dict | None = None, policy_note: str | None = None,
-                 protected: list[str] | None = None, saga_hook: SagaHook | None = None) -> None:
+                 protected: list[str] | None = None, saga_hook: SagaHook | None = None,
+                 origin: Any = None) -> None:
         self.server = server
+        self.origin = origin
         self.saga_hook = saga_hook
         self.upstream = upstream
         self.send_to_client = send_to_client
@@ -264,7 +268,7 @@ class Engine:
         or a ``tools/list`` probe leaves no run)."""
         if self.run_id is None:
             j = self.journal
-            self.run_id = j.begin_run(self.client_name, self.launch_lines())
+            self.run_id = j.begin_run(self.client_name, self.launch_lines(), origin=self.origin)
             j.own_run(self.run_id, self.next_seq)
             if self._spooled_for is not None:
                 from synartesis.journal.spool import mark_spooled

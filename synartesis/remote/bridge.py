@@ -91,6 +91,11 @@ def open_remote(server: str, spec: RemoteSpec, environ: Mapping[str, str], home_
                          "variable on as written)")
     if not url.lower().startswith(("http://", "https://")):
         raise UsageError("the server's URL must start with http:// or https://")
+    if "authorization" in spec.headers.names and _has_userinfo(url):
+        # httpx would turn the userinfo into Basic auth over the explicit header, silently
+        raise UsageError("the server's URL carries a user and password (user:password@) and the entry also "
+                         "gives an Authorization header; keep one of them (remove the user and password from "
+                         "the URL to use the header)")
     static = spec.headers.resolve(environ)
     helper = spec.headers.helper
     headers: object = static
@@ -101,6 +106,16 @@ def open_remote(server: str, spec: RemoteSpec, environ: Mapping[str, str], home_
     if not spec.headers.has_authorization:
         auth = OAuthBearer(TokenStore(home_env or Env.current()), server, url)
     return HttpUpstream(url, label=server, transport=spec.transport, headers=headers, auth=auth)
+
+
+def _has_userinfo(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return "@" in parts.netloc
 
 
 def relay_launch(server: str, spec: RemoteSpec) -> dict:

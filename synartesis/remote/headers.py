@@ -46,7 +46,6 @@ _HELPER_TIMEOUT = 10.0
 _NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 token
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"\$\{[^}]+\}")
-_SECRET_QUERY = re.compile(r"[?&][^=&#]*(key|token|secret|password|auth|sig)[^=&#]*=", re.IGNORECASE)
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -257,7 +256,10 @@ class RemoteEntry:
     def url_args(self) -> tuple[list[str], dict[str, str]]:
         """``--url URL`` or, when the URL holds a reference or a key-like query, ``--url-env``
         with the URL (as written) in the environment, out of ``ps``."""
-        if _REF.search(self.url) or _SECRET_QUERY.search(self.url) or "@" in urlsplit(self.url).netloc:
+        from synartesis.redact import redact_string
+
+        # the one rule set says whether the URL holds a key (query, path segment, userinfo)
+        if _REF.search(self.url) or redact_string(self.url) != self.url or "@" in urlsplit(self.url).netloc:
             return ["--url-env", URL_ENV], {URL_ENV: self.url}
         return ["--url", self.url], {}
 

@@ -303,6 +303,16 @@ class ServeApp:
             await send(_response_start(202, [(b"content-length", b"0")]))
             await send({"type": "http.response.body", "body": b""})
             return
+        keys = [id_key(i) for i in ids]
+        reused = [i for i, k in zip(ids, keys) if k in session.pending or keys.count(k) > 1]
+        if reused:
+            # An id already owed an answer in this session: forwarding it would hand this POST
+            # the other call's answer and leave that one waiting for ever (JSON-RPC ids must be
+            # unique among a session's requests in flight).
+            await self._json(send, 400, {"jsonrpc": "2.0", "id": reused[0], "error": {
+                "code": -32600, "message": f"Invalid Request: the id {json.dumps(reused[0])} is already in "
+                                           "flight in this session; use a new id for each request"}})
+            return
         stream = _Stream("post", ids, _progress_tokens(msg))
         for k in stream.waiting:
             session.pending[k] = stream
@@ -346,6 +356,18 @@ class ServeApp:
         except Exception as exc:  # noqa: BLE001 - the client is told why; the server keeps running
             log("error", "could not start the server for a session", server=server, error=str(exc))
             await self._plain(send, 502, f"could not start {server}: {exc}")
+            return None
+        if session.closed:
+            # The server exited while the session opened (``ended`` ran first): never register
+            # a closed session, whose POST nobody would answer; close its engine and say why.
+            backend = session.backend
+            try:
+                if backend is not None:
+                    await loop.run_in_executor(None, backend.close, 0.0)
+            except Exception as exc:  # noqa: BLE001 - the client is answered all the same
+                log("error", "error while closing a session", session=session.id[:8], error=repr(exc))
+            log("error", "the server exited as its session opened", server=server, session=session.id[:8])
+            await self._plain(send, 502, f"{server} exited as it started; see serve's log for its error output")
             return None
         self.sessions[session.id] = session
         log("info", "session opened", server=server, session=session.id[:8])

@@ -1,7 +1,9 @@
 """``serve``'s backend: each MCP session gets its own upstream (the policy's server, started as
 the stdio proxy would start it) behind its own :class:`~synartesis.proxy.engine.Engine`, so
 every ``tools/call`` goes through the same pipeline, gates and journal as through the stdio
-proxy. A session is one run.
+proxy. An MCP session is one run in an agent session of its own (named ``serve-<server>-<random>``,
+as the desktop names one per conversation with ``SYNARTESIS_SESSION``): serve's own parent
+process says nothing about which agent called, so two HTTP clients are never one session.
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ class EngineBackend:
 
     def open(self, server: str, send: Callable[[bytes], None], ended: Callable[[], None]) -> _EngineSession:
         """Raises UpstreamError: the server's command cannot be started."""
+        import secrets
+
         from synartesis.proxy.engine import Engine
         from synartesis.proxy.stdio import StdioUpstream
 
@@ -113,6 +117,16 @@ class EngineBackend:
         engine = Engine(server, _Watched(upstream, ended), send, policy=self.policy, journal_path=self.journal_path,
                         options=self.options, launch={"command": spec.command, "args": list(spec.args),
                                                       "cwd": spec.cwd or os.getcwd()},
-                        protected=self.protected, saga_hook=self.saga_hook)
+                        protected=self.protected, saga_hook=self.saga_hook,
+                        origin=self._origin(server, secrets.token_hex(6)))
         engine.start()
         return _EngineSession(engine)
+
+    @staticmethod
+    def _origin(server: str, tag: str) -> Any:
+        """A run origin of this process whose agent session is this MCP session alone (the
+        ``Mcp-Session-Id`` itself stays out of the journal: it is a credential for the session)."""
+        from synartesis.journal.runs import RunOrigin
+
+        here = RunOrigin.here({})
+        return RunOrigin(here.pid, here.started, here.host, None, None, None, f"serve-{server}-{tag}")

@@ -13,7 +13,8 @@ in the file); an entry the client signs in to with OAuth, unless ``--include-oau
 client's own sign-in stops applying once the entry runs a command; ``synartesis login KEY``
 signs the bridge in instead); WebSocket entries; a Claude Code entry with a ``url`` but no
 ``type`` (Claude Code skips it); an admin rule by URL that the wrapped entry would no longer
-match; malformed credentials.
+match; malformed credentials; an entry the bridge could only fail to start (an unknown
+``type``, a URL that is not http(s), a header value with a line break).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def decide_remote(desc: ClientDescriptor, entry: ServerEntry, *, include_oauth: 
         return "invalid", 'a "url" without a "type": Claude Code skips this entry'
     if spec.transport == "ws":
         return "skipped", "a WebSocket server: synartesis bridges Streamable HTTP and SSE only"
+    why = _fails_at_launch(desc, value, spec)
+    if why:
+        return "invalid", why
     if any(k in value for k in ("command", "args", "env")):
         return "skipped", "the remote entry also has command/args/env; not wrapped"
     blocks = getattr(managed, "blocks_remote", None)
@@ -85,6 +89,27 @@ def decide_remote(desc: ClientDescriptor, entry: ServerEntry, *, include_oauth: 
                          f"would stop applying: `synartesis install --include-oauth` wraps it, then "
                          f"`synartesis login {entry.name}`")
     return "wrap", ""
+
+
+_CLAUDE_TYPES = ("http", "streamable-http", "streamableHttp", "sse", "ws")
+
+
+def _fails_at_launch(desc: ClientDescriptor, value: dict, spec: RemoteEntry) -> str | None:
+    """Why the bridge could only fail to start for this entry (so it is left alone), or None:
+    a ``type`` the client has no transport for, a URL that is not http(s) (a ``${VAR}`` URL is
+    checked at launch), a header value with a line break (no HTTP request can carry it)."""
+    typ = value.get("type")
+    if desc.id in ("claude-code", "claude-desktop") and isinstance(typ, str) and typ not in _CLAUDE_TYPES:
+        return f'its "type" is {typ[:40]!r}, not a remote transport (http, sse)'
+    url = spec.url.strip()
+    if not url.startswith("$") and not url.lower().startswith(("http://", "https://")):
+        scheme = url.split(":", 1)[0][:20] if ":" in url else ""
+        return (f"its URL is not http:// or https:// ({scheme + '://' if scheme else 'no scheme'}); "
+                "the bridge speaks Streamable HTTP and SSE only")
+    for name, v in spec.headers.literal:
+        if "\r" in v or "\n" in v:
+            return f"the value of its header {name} has a line break, which no HTTP request can carry"
+    return None
 
 
 def remote_wrap(desc: ClientDescriptor, entry: ServerEntry, key: str) -> RemoteWrap:

@@ -28,6 +28,36 @@ from synartesis.services.remote import proxy_remote_args, sign_in_state
 __all__ = ["StatusRow", "StatusReport", "collect_status"]
 
 
+def _stale_bridge(client: str, value: Any, args: list[str]) -> str | None:
+    """Why a wrapped remote entry's own ``url``/``headers`` (kept beside the bridge, where the
+    user edits them) no longer match what its bridge runs with (the copies install put into
+    ``args``/``env``), or None. Only JSON clients keep those keys live; Codex's are comments."""
+    from synartesis.errors import UsageError
+    from synartesis.remote.headers import remote_entry
+
+    if client not in ("claude-code", "cursor") or not isinstance(value, dict) or not isinstance(value.get("url"), str):
+        return None
+    env = value.get("env") if isinstance(value.get("env"), dict) else {}
+    try:
+        kept = remote_entry(value, client)
+    except UsageError:
+        return None
+    bridge = proxy_remote_args(args, env)
+    if kept is None or bridge is None:
+        return None
+    url, spec, _ = bridge
+    used = {n.lower(): v for n, v in spec.literal}
+    used.update({n.lower(): env.get(var) for n, var in spec.from_env})
+    written = {n.lower(): v for n, v in kept.headers.literal}
+    edited = [what for what, same in (("url", kept.url == url), ("headers", written == used)) if not same]
+    if not edited:
+        return None
+    return (f"its {' and '.join(edited)} changed after install, but the bridge still uses the "
+            f"{' and '.join(edited)} install copied into its args/env, so the edit has no effect: make the "
+            "same change there, or put the entry back in its remote form (remove command, args and the "
+            "SYNARTESIS_* env members, set type back to http or sse) and run `synartesis install` again")
+
+
 def _sign_in(env: Env, key: str, headers: Any) -> tuple[str, str | None]:
     """(sign-in state, drift or None) of a bridged remote server."""
     if headers.has_authorization:
@@ -182,7 +212,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                     row(False, "remote", "the client rewrote our entry back to the original since install",
                         rec.get("policy_key"), ["reverted by the client; run `synartesis install` again"])
                 else:
-                    row(False, "remote", why or "remote server, not bridged yet: run `synartesis install`")
+                    row(False, "invalid" if action == "invalid" else "remote",
+                        why or "remote server, not bridged yet: run `synartesis install`")
                 continue
             if entry.kind == "invalid":
                 row(False, "invalid", entry.detail)
@@ -205,6 +236,9 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                 if key not in declared:
                     drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
                 remote = proxy_remote_args(entry.args)
+                stale = _stale_bridge(desc.id, entry.value, entry.args) if remote is not None else None
+                if stale:
+                    drift.append(stale)
                 sign_in = None
                 if remote is not None and key:
                     sign_in, why = _sign_in(env, key, remote[1])
