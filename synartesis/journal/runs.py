@@ -238,14 +238,23 @@ class RunsMixin(ActionsMixin):
     def find_session(self, ref: str) -> SessionRow:
         """A session by id (``s-…``) or unambiguous prefix, or by its ``SYNARTESIS_SESSION`` name.
 
+        A whole id names its session. Otherwise a name and an id prefix that point at different
+        sessions are ambiguous (a session may be named like the short id ``list`` shows of
+        another one), never settled by one winning.
+
         Raises:
-            UsageError: nothing matches, or a prefix is ambiguous.
+            UsageError: nothing matches, or a prefix or name is ambiguous.
         """
         with self._guard("find session"):
             rows = self._all(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ? OR name = ? OR id LIKE ?",
                              (ref, ref, ref.lower() + "%" if ref.lower().startswith("s-") else "\0"))
-        exact = [r for r in rows if r[0] == ref or r[2] == ref]
-        rows = exact or rows
+        whole = [r for r in rows if r[0] == ref]
+        named = [r for r in rows if r[2] == ref]
+        prefixed = [r for r in rows if r not in named]
+        if not whole and named and prefixed:
+            raise UsageError(f"{ref} is ambiguous: it is the {SESSION_ENV} name of session {named[0][0]} and the "
+                             f"start of the id of {', '.join(r[0] for r in prefixed[:5])}; give the whole id")
+        rows = whole or named or rows
         if not rows:
             raise UsageError(f"no session matches {ref}")
         if len(rows) > 1:
