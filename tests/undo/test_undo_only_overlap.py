@@ -7,20 +7,11 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import RawSession, cli, proxy_argv
+from helpers import MEMORY_POLICY, RawSession, cli, proxy_argv
 
 from synartesis.undo.overlap import action_touches, leaves, shares, undo_touches
 
-POLICY = """version: 1
-servers:
-  memory: {}
-tools:
-  - match: "memory.read_graph"
-    class: readonly
-  - match: "memory.create_entities"
-    class: compensable
-    inverse: {tool: memory.delete_entities, args: {entityNames: "$result.entities[].name"}}
-  - match: "memory.add_observations"
+POLICY = MEMORY_POLICY + """  - match: "memory.add_observations"
     class: compensable
     inverse: {tool: memory.delete_observations, args: {deletions: [{entityName: "$.observations[0].entityName", observations: "$.observations[0].contents"}]}}
 """
