@@ -22,7 +22,8 @@ import os
 import sys
 from dataclasses import dataclass
 
-__all__ = ["start_token", "pid_alive", "process_state", "ClientProcess", "client_process", "host_name"]
+__all__ = ["start_token", "pid_alive", "process_state", "ClientProcess", "client_process", "host_name",
+           "env_given_by_client"]
 
 # Launchers between a client and the proxy that say nothing about which agent it is: the
 # session is the process above them.
@@ -174,3 +175,41 @@ def client_process(pid: int | None = None) -> ClientProcess:
     if up is None or up[0] <= 1:
         return ClientProcess(None, None, None)
     return ClientProcess(up[0], start_token(up[0]), up[1] or None)
+
+
+# Set by shells (and terminal geometry) on the way to the proxy: nothing a server reads.
+_BOOKKEEPING = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
+
+
+def _environ_of(pid: int) -> dict[str, str] | None:
+    if sys.platform.startswith("linux"):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                raw = f.read()
+        except OSError:
+            return None
+        out = {}
+        for item in raw.split(b"\0"):
+            k, sep, v = item.partition(b"=")
+            if sep and k:
+                out[k.decode("utf-8", "surrogateescape")] = v.decode("utf-8", "surrogateescape")
+        return out
+    try:
+        import psutil  # off Linux only; not on the proxy's start-up path
+        return dict(psutil.Process(pid).environ())
+    except Exception:  # ImportError, NoSuchProcess, AccessDenied: nothing can be told
+        return None
+
+
+def env_given_by_client(environ: dict[str, str] | None = None) -> list[str] | None:
+    """The names (never the values) of the variables this process has set, non-empty, that its
+    client process (:func:`client_process`) does not have or has with another value: what the
+    client entry's ``env`` (or a wrapper such as ``env K=V``) gave the server, which undo must
+    give it again. None when the client's environment cannot be read."""
+    client = client_process()
+    theirs = _environ_of(client.pid) if client.pid else None
+    if theirs is None:
+        return None
+    mine = os.environ if environ is None else environ
+    return sorted(k for k, v in mine.items() if v and theirs.get(k) != v
+                  and k not in _BOOKKEEPING and not k.startswith("SYNARTESIS_"))
