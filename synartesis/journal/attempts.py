@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from typing import Any, Iterable
 
 from synartesis.journal.gates import GatesMixin
 from synartesis.journal.liveness import process_state, start_token
-from synartesis.journal.rows import ATTEMPT_KINDS, ATTEMPT_STATUSES, UndoRow, new_id, now_iso
+from synartesis.journal.rows import (ATTEMPT_KINDS, ATTEMPT_STATUSES, IN_EFFECT, NOTHING_IN_EFFECT, UndoRow, new_id,
+                                     now_iso)
 
-__all__ = ["AttemptsMixin", "Attempt"]
+__all__ = ["AttemptsMixin", "Attempt", "REDO_SENT_NOTE"]
 
-_UNDO_COLS = "id, run_id, by, pid, started_at, ended_at, status, report_ref, kind, attempt, scope"
+_UNDO_COLS = "id, run_id, by, pid, started_at, ended_at, status, report_ref, kind, attempt, scope, pid_started"
+# What redo writes on an action it is about to send (undo/redo.py): a redo that dies before the
+# answer leaves it ``pending``, and its outcome is unknown.
+REDO_SENT_NOTE = "redo sent by "
 
 
 class Attempt:
@@ -35,7 +40,15 @@ class Attempt:
 
 
 def _undo_row(r: tuple) -> UndoRow:
-    return UndoRow(*r[:10], scope=json.loads(r[10]) if r[10] else None)
+    row = UndoRow(*r[:10], scope=json.loads(r[10]) if r[10] else None)
+    if row.status == "running" and _dead(row.pid, r[11]):
+        row = replace(row, status="abandoned")  # as a stale run reads as ended; the next write records it
+    return row
+
+
+def _dead(pid: int | None, started: str | None) -> bool:
+    """The process of a ``running`` attempt is gone (no pid: nothing could be running it)."""
+    return not pid or process_state(pid, started) == "gone"
 
 
 class AttemptsMixin(GatesMixin):
@@ -62,10 +75,9 @@ class AttemptsMixin(GatesMixin):
             for uid, rid, pid, started, old_kind in self._all(
                     f"SELECT id, run_id, pid, pid_started, kind FROM undos WHERE status = 'running' AND run_id IN ({marks})",
                     tuple(ids)):
-                if pid and process_state(pid, started) != "gone":
+                if not _dead(pid, started):
                     return None
-                self._q("UPDATE undos SET status = 'abandoned', ended_at = ? WHERE id = ?", (now_iso(), uid))
-                self._event(rid, f"{old_kind}.abandoned", {"undo": uid}, undo_id=uid)
+                self._abandon(uid, rid, old_kind)
             attempt = new_id()
             rows: dict[str, str] = {}
             for rid in ids:
@@ -78,6 +90,35 @@ class AttemptsMixin(GatesMixin):
                             else {"by": by, "attempt": attempt}, undo_id=uid)
                 rows[rid] = uid
         return Attempt(attempt, kind, rows)
+
+    def _abandon(self, uid: str, run_id: str, kind: str) -> None:
+        """Record a dead attempt's row as ``abandoned`` (inside a transaction). A redo's call
+        left ``pending`` becomes ``unknown``; a run it changed that claims nothing is in effect
+        becomes ``partial``, as a halted attempt would have left it."""
+        self._q("UPDATE undos SET status = 'abandoned', ended_at = ? WHERE id = ?", (now_iso(), uid))
+        self._event(run_id, f"{kind}.abandoned", {"undo": uid}, undo_id=uid)
+        if kind != "redo":
+            return
+        for (aid,) in self._all("SELECT id FROM actions WHERE run_id = ? AND status = 'pending' AND note LIKE ?",
+                                (run_id, REDO_SENT_NOTE + "%")):
+            self._set(aid, "unknown", note="outcome unknown: the redo that sent this call ended before its answer "
+                                           "was recorded", expect=("pending",))
+        row = self._one("SELECT status FROM runs WHERE id = ?", (run_id,))
+        if row and row[0] in NOTHING_IN_EFFECT and self._one(
+                "SELECT 1 FROM actions WHERE run_id = ? AND class != 'readonly' AND status IN "
+                f"({','.join('?' * len(IN_EFFECT))}) LIMIT 1", (run_id, *IN_EFFECT)):
+            self._q("UPDATE runs SET status = 'partial', unverified = 0 WHERE id = ?", (run_id,))
+            self._event(run_id, "run.status", {"status": "partial"})
+
+    def _reap_stale(self) -> int:
+        """Close stale runs (:meth:`RunsMixin._reap_stale`), and record every attempt whose
+        process is gone as abandoned; return how many runs were closed."""
+        closed = super()._reap_stale()
+        for uid, rid, pid, started, kind in self._all(
+                "SELECT id, run_id, pid, pid_started, kind FROM undos WHERE status = 'running'"):
+            if _dead(pid, started):
+                self._abandon(uid, rid, kind)
+        return closed
 
     def attempt_step(self, attempt: Attempt, run_id: str, step: dict, settle: dict | None = None) -> None:
         """Record one step's outcome (chained in the run of the action it touched).

@@ -2,15 +2,18 @@
 
 A pid alone cannot say a proxy is alive: pids are reused. A process is identified by its pid
 *and* its start time (a *start token*):
-- Linux: ``linux:<boot id>:<start ticks>`` from ``/proc/sys/kernel/random/boot_id`` and field 22
-  of ``/proc/<pid>/stat`` (clock ticks after boot; a reboot changes the boot id).
+- Linux: ``linux:<boot id>:<start ticks>:<pid namespace>`` from ``/proc/sys/kernel/random/boot_id``,
+  field 22 of ``/proc/<pid>/stat`` (clock ticks after boot; a reboot changes the boot id) and
+  the inode of ``/proc/self/ns/pid``: the namespace the pid was read in, which is the only one
+  where it names that process (Flatpak, bubblewrap, ``unshare -p``, containers). Tokens written
+  before the namespace was recorded have three fields.
 - Elsewhere: ``ct:<creation time>`` from psutil (a runtime dependency off Linux), imported only
   when a token is asked for, never on the proxy's start-up path. Without it there is no token
   and only the pid is checked.
 
 The rule (issue 10 item 3): a run is *stale* when its proxy's pid is not alive, or is alive
-with another start token. When nothing can be told (another host, no token, a process we may
-not inspect) it is *live*: a live proxy is never taken for dead.
+with another start token. When nothing can be told (another host, another pid namespace, no
+token, a process we may not inspect) it is *live*: a live proxy is never taken for dead.
 """
 
 from __future__ import annotations
@@ -19,13 +22,15 @@ import os
 import sys
 from dataclasses import dataclass
 
-__all__ = ["start_token", "pid_alive", "process_state", "ClientProcess", "client_process", "host_name"]
+__all__ = ["start_token", "pid_alive", "process_state", "ClientProcess", "client_process", "host_name",
+           "env_given_by_client"]
 
 # Launchers between a client and the proxy that say nothing about which agent it is: the
 # session is the process above them.
 _WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "uv", "uvx", "pipx",
                        "cmd.exe", "powershell.exe", "pwsh", "pwsh.exe"})
 _boot_id: str | None = None
+_pid_ns: str | None = None
 
 
 def host_name() -> str:
@@ -51,6 +56,17 @@ def _linux_boot_id() -> str:
     return _boot_id
 
 
+def _linux_pid_ns() -> str:
+    """The inode of this process's pid namespace ("" when it cannot be read)."""
+    global _pid_ns
+    if _pid_ns is None:
+        try:
+            _pid_ns = str(os.stat("/proc/self/ns/pid").st_ino)
+        except OSError:
+            _pid_ns = ""
+    return _pid_ns
+
+
 def _proc_stat(pid: int) -> tuple[str, list[str]] | None:
     """(comm, fields after the command name) of ``/proc/<pid>/stat``; None if unreadable."""
     try:
@@ -71,7 +87,8 @@ def start_token(pid: int) -> str | None:
         stat = _proc_stat(pid)
         if stat is None or len(stat[1]) < 20:
             return None
-        return f"linux:{_linux_boot_id()}:{stat[1][19]}"
+        ns = _linux_pid_ns()
+        return f"linux:{_linux_boot_id()}:{stat[1][19]}" + (f":{ns}" if ns else "")
     try:
         import psutil  # off Linux only; not on the proxy's start-up path
         return f"ct:{psutil.Process(pid).create_time():.2f}"
@@ -105,11 +122,17 @@ def process_state(pid: int | None, token: str | None, host: str | None = None) -
     """``live``, ``gone`` or ``unknown`` for the process recorded as (pid, start token, host).
 
     ``gone``: the pid is not alive on this host (or has exited and waits to be reaped), or it
-    is alive with another start token (reused), or this host rebooted since. ``unknown``: another host, or no pid. A pid that is
-    alive and whose start cannot be compared is ``live``.
+    is alive with another start token (reused), or this host rebooted since. ``unknown``: another
+    host, another pid namespace (the token's fourth field is not ours: the pid names another
+    process here, or none), or no pid. A pid that is alive and whose start cannot be compared is
+    ``live``.
     """
     if pid is None or (host is not None and host != host_name()):
         return "unknown"
+    if token and token.startswith("linux:"):
+        parts = token.split(":")
+        if len(parts) > 3 and parts[3] != _linux_pid_ns():
+            return "unknown"
     if not pid_alive(pid) or _exited(pid):
         return "gone"
     if not token:
@@ -117,6 +140,8 @@ def process_state(pid: int | None, token: str | None, host: str | None = None) -
     now = start_token(pid)
     if now is None or now.split(":", 1)[0] != token.split(":", 1)[0]:
         return "live"
+    if token.startswith("linux:") and token.count(":") == 2:  # recorded before the namespace was
+        now = ":".join(now.split(":")[:3])
     return "live" if now == token else "gone"
 
 
@@ -165,3 +190,41 @@ def client_process(pid: int | None = None) -> ClientProcess:
     if up is None or up[0] <= 1:
         return ClientProcess(None, None, None)
     return ClientProcess(up[0], start_token(up[0]), up[1] or None)
+
+
+# Set by shells (and terminal geometry) on the way to the proxy: nothing a server reads.
+_BOOKKEEPING = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
+
+
+def _environ_of(pid: int) -> dict[str, str] | None:
+    if sys.platform.startswith("linux"):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                raw = f.read()
+        except OSError:
+            return None
+        out = {}
+        for item in raw.split(b"\0"):
+            k, sep, v = item.partition(b"=")
+            if sep and k:
+                out[k.decode("utf-8", "surrogateescape")] = v.decode("utf-8", "surrogateescape")
+        return out
+    try:
+        import psutil  # off Linux only; not on the proxy's start-up path
+        return dict(psutil.Process(pid).environ())
+    except Exception:  # ImportError, NoSuchProcess, AccessDenied: nothing can be told
+        return None
+
+
+def env_given_by_client(environ: dict[str, str] | None = None) -> list[str] | None:
+    """The names (never the values) of the variables this process has set, non-empty, that its
+    client process (:func:`client_process`) does not have or has with another value: what the
+    client entry's ``env`` (or a wrapper such as ``env K=V``) gave the server, which undo must
+    give it again. None when the client's environment cannot be read."""
+    client = client_process()
+    theirs = _environ_of(client.pid) if client.pid else None
+    if theirs is None:
+        return None
+    mine = os.environ if environ is None else environ
+    return sorted(k for k, v in mine.items() if v and theirs.get(k) != v
+                  and k not in _BOOKKEEPING and not k.startswith("SYNARTESIS_"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
-           "IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
+           "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
            "action_from_row", "action_values", "action_state", "new_id", "now_iso", "status_text"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
@@ -24,6 +24,8 @@ ATTEMPT_STATUSES = ("running", "rolled_back", "partial", "halted", "abandoned", 
                     "redone", "nothing")
 # An action in one of these states may have changed the world and has not been put back.
 IN_EFFECT = ("applied", "rolling_back", "unrecoverable", "unknown", "pending")
+# Run statuses that claim nothing the run changed is still in effect.
+NOTHING_IN_EFFECT = ("rolled_back", "compensated")
 APPROVAL_TTL_S = 3600
 
 

@@ -22,7 +22,7 @@ from synartesis.canonical import canonical, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.actions import ActionsMixin
 from synartesis.journal.liveness import client_process, host_name, process_state, start_token
-from synartesis.journal.rows import IN_EFFECT, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
+from synartesis.journal.rows import IN_EFFECT, NOTHING_IN_EFFECT, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
 
 __all__ = ["RunsMixin", "RunOrigin", "SESSION_ENV", "session_key"]
 
@@ -183,7 +183,10 @@ class RunsMixin(ActionsMixin):
         for r in rows:
             c = counts.get(r[0], {})
             stale = r[5] == "active" and process_state(r[6], r[9], r[10]) == "gone"
-            out.append(RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "{}"), sum(c.values()), c,
+            status = r[5]
+            if status in NOTHING_IN_EFFECT and open_writes.get(r[0]):
+                status = "partial"  # a redo died mid-way (its sweep writes this too): something is in effect
+            out.append(RunRow(r[0], r[1], r[2], r[3], r[4], status, r[6], json.loads(r[7] or "{}"), sum(c.values()), c,
                               session_id=r[8], proxy_started=r[9], host=r[10], unverified=r[11] or 0,
                               end_note=r[12], stale=stale, open_writes=open_writes.get(r[0], 0)))
         return out
@@ -238,14 +241,23 @@ class RunsMixin(ActionsMixin):
     def find_session(self, ref: str) -> SessionRow:
         """A session by id (``s-…``) or unambiguous prefix, or by its ``SYNARTESIS_SESSION`` name.
 
+        A whole id names its session. Otherwise a name and an id prefix that point at different
+        sessions are ambiguous (a session may be named like the short id ``list`` shows of
+        another one), never settled by one winning.
+
         Raises:
-            UsageError: nothing matches, or a prefix is ambiguous.
+            UsageError: nothing matches, or a prefix or name is ambiguous.
         """
         with self._guard("find session"):
             rows = self._all(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ? OR name = ? OR id LIKE ?",
                              (ref, ref, ref.lower() + "%" if ref.lower().startswith("s-") else "\0"))
-        exact = [r for r in rows if r[0] == ref or r[2] == ref]
-        rows = exact or rows
+        whole = [r for r in rows if r[0] == ref]
+        named = [r for r in rows if r[2] == ref]
+        prefixed = [r for r in rows if r not in named]
+        if not whole and named and prefixed:
+            raise UsageError(f"{ref} is ambiguous: it is the {SESSION_ENV} name of session {named[0][0]} and the "
+                             f"start of the id of {', '.join(r[0] for r in prefixed[:5])}; give the whole id")
+        rows = whole or named or rows
         if not rows:
             raise UsageError(f"no session matches {ref}")
         if len(rows) > 1:

@@ -277,13 +277,20 @@ class Engine:
         return self.run_id
 
     def launch_lines(self) -> dict:
-        """{server: {command, args, cwd}}: recorded with the run so undo starts the same thing.
-        Secret-looking arguments are redacted the way the policy is (issue 9 item 3)."""
+        """{server: {command, args, cwd[, env]}}: recorded with the run so undo starts the same
+        thing. Secret-looking arguments are redacted the way the policy is (issue 9 item 3);
+        ``env`` names (never values) the variables the client gave the server
+        (:func:`synartesis.journal.liveness.env_given_by_client`)."""
         from synartesis.redact import redact_argv
         command = self.launch.get("command") or ""
         argv = redact_argv([command, *self.launch.get("args", [])])[0]
-        return {self.server: {"command": argv[0] if command else command, "args": argv[1:],
-                              "cwd": self.launch.get("cwd") or os.getcwd()}}
+        line = {"command": argv[0] if command else command, "args": argv[1:], "cwd": self.launch.get("cwd") or os.getcwd()}
+        if self.launch.pop("env_from_client", False):  # asked at the first run, not at start-up
+            from synartesis.journal.liveness import env_given_by_client
+            self.launch["env"] = env_given_by_client() or []
+        if self.launch.get("env"):
+            line["env"] = list(self.launch["env"])  # names of variables the client gave the server, never values
+        return {self.server: line}
 
     def reply_error_result(self, ctx: CallContext, text: str) -> None:
         """Answer a call with a ``CallToolResult`` carrying ``isError: true``."""

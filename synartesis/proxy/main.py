@@ -267,7 +267,8 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
             else:
                 upstream = StdioUpstream.spawn(command[0], command[1:], capture_stderr=False, die_with_parent=False,
                                                label=server)
-            launch = {"command": command[0], "args": command[1:], "cwd": os.getcwd()}
+            # env_from_client: the run records which variables the client gave the server (names)
+            launch = {"command": command[0], "args": command[1:], "cwd": os.getcwd(), "env_from_client": True}
     except UsageError as exc:
         return _fail(str(exc), 2)
     except UpstreamError as exc:

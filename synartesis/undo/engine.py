@@ -36,6 +36,7 @@ from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.proxy.pipeline import resolve_call
+from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, SpawnedServers
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
@@ -258,15 +259,28 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
 
 
 def _conflicts(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
-    """Later actions of ``a``'s session, still in effect, that touched what ``a`` touched."""
+    """Later actions of ``a``'s session, still in effect, that touched what ``a`` touched: the
+    same read when both have one, else a shared identifier (:mod:`synartesis.undo.overlap`)."""
     run = next((r for r in target.runs if r.id == a.run_id), None)
-    key = resource_key(run, j.get_json(a.verify_ref))
-    if key is None or run is None:
+    if run is None:
         return []
+    read = j.get_json(a.verify_ref)
+    key = resource_key(run, read)
+    mine = undo_touches(run, read, j.get_json(a.inverse_ref))
     runs = {r.id: r for r in (j.session_runs(run.session_id) if run.session_id else [run])}
     later = [b for b in j.actions_of(runs) if (b.gseq or 0) > (a.gseq or 0) and b.id != a.id
              and b.cls != "readonly" and b.status in IN_EFFECT]
-    return [b for b in later if resource_key(runs.get(b.run_id), j.get_json(b.verify_ref)) == key]
+    out = []
+    for b in later:
+        b_run, b_read = runs.get(b.run_id), j.get_json(b.verify_ref)
+        b_key = resource_key(b_run, b_read)
+        if key is not None and b_key is not None:
+            hit = b_key == key
+        else:
+            hit = shares(mine, action_touches(b_run, b.server, j.get_json(b.args_ref), b_read, j.get_json(b.inverse_ref)))
+        if hit:
+            out.append(b)
+    return out
 
 
 async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPool | None = None,

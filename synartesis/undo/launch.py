@@ -8,6 +8,12 @@ stored expanded). When the policy or the client entry now
 describes a different launch line, a warning says so: inverses must go to the same place the
 writes went.
 
+The proxy also records the names (never the values) of the variables its client gave the
+server (``env``). One that neither the client entry, the policy nor this environment sets is
+named in a warning; when the policy's ``env`` names it (the server reads it: a memory server
+without its ``MEMORY_FILE_PATH`` opens another graph) the server is not started. One that is
+set here is taken as it is (values are never recorded, so a different value cannot be noticed).
+
 The recorded launch line and the policy keep secret arguments only as
 :data:`~synartesis.redact.SECRET_MARK` (issue 9 item 3). Such a line is completed from the
 client entry the server was installed from (``entry_env.launch``), and only when that entry's
@@ -123,12 +129,27 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
         env = dict(environ)
         entry = _entry_env(pspec.origin if pspec else None, entry_env) or {}
         env.update(entry)  # the client entry's env, expanded as that client does: it wins
+        unset: set[str] = set()  # policy references that expanded to nothing here
         if pspec is not None:
             for k, v in pspec.env.items():
                 if k not in entry:
                     value = expand_env(v, env)
                     if value or k not in env:
                         env[k] = value
+                    if not value:
+                        unset.add(k)
+        missing = [k for k in ((rec.get("env") or []) if rec else [])
+                   if isinstance(k, str) and k not in entry and (k not in env or k in unset)]
+        why = (f"this run's server was given {', '.join(missing)} by its client, and undo cannot give it again "
+               "(the journal keeps names, never values; no client entry it was installed from sets it, and it is "
+               "not set here)")
+        if pspec is not None and any(k in pspec.env for k in missing):
+            # the policy says the server reads it: started without it, it could open other data
+            problems.append(f"{name}: {why}, so it is not started: it would open other data. Set it as the client "
+                            "does (`NAME=value synartesis undo …`) and retry")
+            continue
+        if missing:
+            warnings.append(f"{name}: {why}; it is started without it (set it and retry if the server reads it)")
         if cwd and not os.path.isdir(cwd):
             warnings.append(f"{name}: the recorded working directory {cwd} is gone; using the current one")
             cwd = None

@@ -18,6 +18,7 @@ from typing import Any
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError
 from synartesis.journal import ActionRow, Journal, RunRow, UndoRow
+from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, prior_state,
                                     replan_action, resource_key, take_steps)
@@ -40,7 +41,9 @@ def _attempts(j: Journal, run_ids: list[str] | None) -> list[list[UndoRow]]:
 
 def redoable(j: Journal, run_ids: list[str] | None) -> tuple[list[UndoRow], dict, list[ActionRow]] | None:
     """The newest undo of these runs (None: all runs) whose reverted actions are still
-    reverted: (its rows, its report, those actions oldest first); None when there is none."""
+    reverted: (its rows, its report, those actions oldest first); None when there is none.
+    Actions a redo sent and died on (``pending``, or ``unknown`` once recorded) are among them:
+    the redo halts there rather than say there is nothing to redo."""
     for rows in _attempts(j, run_ids):
         report = j.get_json(rows[0].report_ref) or {}
         sent = [s["action"] for s in report.get("steps", []) if s.get("kind") == "revert" and s.get("outcome") in _SENT]
@@ -51,7 +54,7 @@ def redoable(j: Journal, run_ids: list[str] | None) -> tuple[list[UndoRow], dict
                 a = j.get_action(aid)
             except Exception:  # pruned since
                 continue
-            if a.status == "rolled_back" and (keep is None or a.run_id in keep):
+            if a.status in ("rolled_back", "pending", "unknown") and (keep is None or a.run_id in keep):
                 actions.append(a)
         if actions:
             return rows, report, sorted(actions, key=lambda a: (a.gseq or 0, a.seq))
@@ -149,6 +152,11 @@ class _Redo:
         j, opts, q = self.j, self.opts, a.qualified
         if a.cls == "irreversible":
             return Step(a.seq, a.id, q, "left", "irreversible calls are never re-sent")
+        if a.status != "rolled_back":  # pending or unknown: an earlier redo sent it and died
+            return Step(a.seq, a.id, q, "halt", "outcome unknown: an earlier redo sent this call and ended before "
+                        "its answer was recorded, so whether it applied cannot be determined",
+                        detail=(a.note or "") + "\nCheck the resource by hand; it is never sent again by redo, and "
+                        "`undo --force` steps over it (leaving whatever it did).")
         args = j.get_json(a.args_ref)
         call = [{"server": a.server, "tool": a.tool, "args": args}]
         verify, post = j.get_json(a.verify_ref), j.get_json(a.post_ref)
@@ -193,7 +201,7 @@ class _Redo:
             if key is not None:
                 self.simulated[key] = post
             return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified)
-        if not j.set_action_status(a.id, "pending", note=f"redo sent by {opts.by}", expect=("rolled_back",)):
+        if not j.set_action_status(a.id, "pending", note=REDO_SENT_NOTE + opts.by, expect=("rolled_back",)):
             return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
         key = f"{a.run_id}:{a.seq}:redo:{self.attempt[:8]}"
         try:

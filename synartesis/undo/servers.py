@@ -62,7 +62,7 @@ class ServerPool:
         """
         req = self.request(run_id, server)
         if req is None:
-            raise RequestFailed(self.why_not(run_id, server), "closed")
+            raise RequestFailed(self.why_not(run_id, server), "unsent")  # never reached a server
         return await req("tools/call", {"name": tool, "arguments": args}, timeout=timeout, meta=meta)
 
     async def close(self) -> None:

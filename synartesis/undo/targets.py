@@ -70,8 +70,11 @@ def resolve_target(j: Journal, ref: str) -> Target:
     """The run or session ``ref`` names: a session id (``s-…``, or a prefix of one), a
     ``SYNARTESIS_SESSION`` name, or a run id or prefix.
 
+    A whole id names its run or session; a run id prefix that is also a session's name is
+    ambiguous, as in :meth:`Journal.find_session`.
+
     Raises:
-        UsageError: nothing matches, or a prefix is ambiguous.
+        UsageError: nothing matches, or a prefix or name is ambiguous.
     """
     if ref.lower().startswith("s-"):
         return _session_target(j, j.find_session(ref))
@@ -83,6 +86,14 @@ def resolve_target(j: Journal, ref: str) -> Target:
         except UsageError:
             raise UsageError(f"no run or session matches {ref}" if "no run matches" in run_error.message
                              else run_error.message) from None
+    if run.id != ref.lower():
+        try:
+            named = j.find_session(ref)
+        except UsageError:
+            named = None
+        if named is not None:
+            raise UsageError(f"{ref} is ambiguous: it is the start of run {run.id} and the name of session "
+                             f"{named.id}; give the whole id")
     return Target("run", run.id, [run])
 
 

@@ -28,9 +28,13 @@ def test_the_same_pid_with_another_start_time_is_a_different_process():
     # a pid cannot be made to be reused on cue, so the recorded start is what differs
     token = start_token(os.getpid())
     scheme, rest = token.split(":", 1)
-    assert process_state(os.getpid(), f"{scheme}:{rest}0") == "gone"
-    if scheme == "linux":  # another boot: the machine restarted since
-        assert process_state(os.getpid(), "linux:another-boot:" + token.rsplit(":", 1)[1]) == "gone"
+    if scheme != "linux":
+        assert process_state(os.getpid(), f"{scheme}:{rest}0") == "gone"
+    else:  # linux:<boot>:<ticks>:<pid namespace>
+        _, boot, ticks, *ns = token.split(":")
+        assert process_state(os.getpid(), ":".join(["linux", boot, ticks + "0", *ns])) == "gone"
+        # another boot: the machine restarted since
+        assert process_state(os.getpid(), ":".join(["linux", "another-boot", ticks, *ns])) == "gone"
 
 
 def test_a_dead_pid_is_gone_and_what_cannot_be_told_is_not():
