@@ -71,8 +71,15 @@ def _pairs(policy: Policy, a: ActionRow, args: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [x + "\n" for x in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def _diff(before: str, after: str, name: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+    # lines end at "\n" only (str.splitlines also breaks at CR, FF, U+2028…: the agent's text
+    # would be re-laid out instead of shown)
+    lines = difflib.unified_diff(_lines(before), _lines(after),
                                  fromfile=f"{name} (now)", tofile=f"{name} (after this call)")
     return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
 

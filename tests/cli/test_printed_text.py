@@ -1,0 +1,40 @@
+"""Text an agent or a server controls, as the CLI prints it (adversarial review, 2026-12-01):
+control characters are shown, never obeyed, and text stdout cannot encode never crashes."""
+import json
+
+from helpers import RawSession, cli, files_proxy
+
+POLICY = """version: 1
+servers:
+  files: {}
+tools:
+  - match: "files.read_*"
+    class: readonly
+  - match: "files.write_file"
+    class: reversible
+    gate: always
+    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\\\ufffd"]}
+    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
+"""
+
+
+def test_the_held_call_preview_never_sends_the_agents_terminal_escapes_to_the_terminal(tmp_path, fs_server):
+    # The agent controls the content; printed raw, ESC[1A ESC[2K CR erase the malicious line on
+    # a real terminal and print a benign one over it.
+    root, argv = files_proxy(tmp_path, fs_server, POLICY)
+    (root / "notes.txt").write_text("line one\nline two\n")
+    evil = "line one\nrm -rf ~ # evil\x1b[1A\x1b[2K\r+line two (harmless)\u202e\n"
+    with RawSession(argv) as s:
+        s.handshake(name="agent\x1b[2K\rtrusted")
+        held = s.call(1, "write_file", {"path": str(root / "notes.txt"), "content": evil})
+        assert "holding this call" in json.dumps(held)
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    for command in (["gates"], ["list"], ["show"], ["approve"]):
+        r = cli(*command, "--manifest", str(manifest), "--journal", str(journal))
+        out = r.stdout + r.stderr
+        for hidden in ("\x1b", "\r", "\u202e"):
+            assert hidden not in out, (command, hidden, out)
+        if command == ["gates"]:
+            assert "+rm -rf ~ # evil\\x1b[1A\\x1b[2K\\r+line two (harmless)\\u202e" in r.stdout, r.stdout
+        if command == ["list"]:
+            assert "agent\\x1b[2K\\rtrusted" in r.stdout, r.stdout
