@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -71,9 +72,15 @@ def shown(value: Any, line: bool = False) -> str:
     return escape(printable(text, keep="" if line else "\n\t"))
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]")
+
+
 def print_json(value: Any) -> None:
-    """Write ``value`` as indented JSON to stdout."""
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Write ``value`` as indented JSON to stdout. Characters a terminal acts on or stdout cannot
+    encode (C1 controls, bidi and zero-width characters, lone surrogates: JSON already escapes C0)
+    are written as ``\\uXXXX`` escapes, which parse back to the same value."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def shorten(value: Any, limit: int = 96) -> str:

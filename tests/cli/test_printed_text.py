@@ -2,7 +2,8 @@
 control characters are shown, never obeyed, and text stdout cannot encode never crashes."""
 import json
 
-from helpers import RawSession, cli, files_proxy
+import pytest
+from helpers import RawSession, cli, files_proxy, kv_proxy
 
 POLICY = """version: 1
 servers:
@@ -38,3 +39,26 @@ def test_the_held_call_preview_never_sends_the_agents_terminal_escapes_to_the_te
             assert "+rm -rf ~ # evil\\x1b[1A\\x1b[2K\\r+line two (harmless)\\u202e" in r.stdout, r.stdout
         if command == ["list"]:
             assert "agent\\x1b[2K\\rtrusted" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("command", [["show"], ["show", "--json"], ["undo", "--dry-run"], ["undo", "--dry-run", "--json"], ["undo"]])
+def test_a_snapshot_holding_a_lone_surrogate_never_crashes_the_cli(tmp_path, command):
+    # The server's state (not the agent's arguments) holds "\ud800": the pre-read captures it,
+    # the journal keeps it, and printing it raised UnicodeEncodeError with a traceback
+    # (the real undo even succeeded, then exited 1 with the traceback).
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    state.write_text('{"k0": "x\\ud800y"}')
+    with RawSession(argv) as s:
+        s.handshake()
+        assert "isError" not in json.dumps(s.call(1, "put", {"key": "k0", "value": "clean"}))
+    r = cli(*command, "--manifest", str(manifest), "--journal", str(journal))
+    assert "Traceback" not in r.stderr, r.stderr[-600:]
+    assert r.returncode in (0, 1), r.stderr
+    if command[-1] == "--json":
+        json.loads(r.stdout)  # still JSON: the surrogate is a \\ud800 escape
+        assert "\\ud800" in r.stdout
+    else:
+        assert "\\ud800" in r.stdout, r.stdout
+    if command == ["undo"]:
+        assert r.returncode == 0
+        assert json.loads(state.read_text())["k0"] == "x\ud800y"
