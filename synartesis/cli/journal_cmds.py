@@ -176,9 +176,14 @@ def _policy_or_none(manifest: Optional[str]):
         return None  # gates still lists what is held; `check` says what is wrong with the policy
 
 
+ARGS_SHOWN = 4000  # characters of a held call's arguments printed (a 3 MB write would flood the console)
+
+
 def _print_preview(out, v, p) -> None:
     a = v.row
-    out.print(f"          arguments: {shown(visible(v.args))}")  # whole: a person decides on them
+    args = visible(v.args)  # whole up to ARGS_SHOWN: a person decides on them; --json has all of it
+    more = f"… {len(args) - ARGS_SHOWN} more characters (--json shows them all)" if len(args) > ARGS_SHOWN else ""
+    out.print(f"          arguments: {shown(args[:ARGS_SHOWN] if more else args)}{more}")
     out.print(f"          {a.cls}: {shown(a.note or 'held by policy')}")
     for hit in p.production:
         out.print(f"          [bold red]PRODUCTION[/]: {shown(hit.where)} {shown(shorten(hit.value, 80))} matches "
