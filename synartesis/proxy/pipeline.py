@@ -336,7 +336,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
     own = touches_own_files(args, host.protected_paths()) if rule.cls != "readonly" else None
     action = None
     if wants_gate or own:
-        why = own or (IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
+        why = own or _gate_reason(rule, wants_gate)
         action = _pass_gate(host, ctx, server, tool, rule, args, run_id, why)
         wants_gate = True
         if action is None:
@@ -405,6 +405,19 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         host.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
         return
     _settle(host, ctx, action.id, rule, args, snapshot_out, read)
+
+
+def _gate_reason(rule: Rule, wants_gate: bool) -> str:
+    """Why a call is held, as the agent reads it: a reversible or compensable rule held by
+    ``gate: always`` is held because the policy asks for a person, not because it cannot be
+    undone (telling the agent so would send it looking for another tool)."""
+    if not rule.matched:
+        return rule.note or IRREVERSIBLE
+    if wants_gate and rule.gate == "always" and rule.cls in ("reversible", "compensable"):
+        undo = "undo it" if rule.cls == "reversible" else "compensate for it"
+        return (f"the policy asks a person to approve every call of this tool (rule {rule.match}: "
+                f"{rule.cls}, gate: always); synartesis can {undo} once it is done")
+    return IRREVERSIBLE
 
 
 def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
