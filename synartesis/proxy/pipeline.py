@@ -407,6 +407,21 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
     _settle(host, ctx, action.id, rule, args, snapshot_out, read)
 
 
+LOST_CODE = -32003  # as the remote transports and serve answer a call whose answer is lost
+
+
+def _lost_answer(ctx: CallContext, why: str) -> dict:
+    """The answer to a call that was sent and whose answer can never come (the server exited,
+    or the proxy is shutting down): a JSON-RPC error ``-32003`` with
+    ``error.data.synartesis.outcome`` ``"unknown"``, the frame a remote transport makes up for
+    a lost answer, so every transport says it the same way."""
+    params = ctx.msg.get("params") if isinstance(ctx.msg.get("params"), dict) else {}
+    message = (f"synartesis: no answer to {params.get('name')}: {why}; whether the call was carried out is "
+               "unknown, and undo stops there until a person has checked (see `synartesis show`)")
+    return {"jsonrpc": "2.0", "id": ctx.msg.get("id"),
+            "error": {"code": LOST_CODE, "message": message, "data": {"synartesis": {"outcome": "unknown"}}}}
+
+
 def _gate_reason(rule: Rule, wants_gate: bool) -> str:
     """Why a call is held, as the agent reads it: a reversible or compensable rule held by
     ``gate: always`` is held because the policy asks for a person, not because it cannot be
@@ -470,6 +485,8 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         finally:
             if exc.kind == "timeout":
                 host.report_timeout(ctx)  # journalled first: what the agent is told is on record
+            elif exc.kind == "closed":  # the server died, or we were told to stop: still an answer
+                host.send_answer(ctx, _lost_answer(ctx, exc.message))
         return
     if msg is None:  # cancelled by the client after it was sent
         j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")
