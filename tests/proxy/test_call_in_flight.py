@@ -43,16 +43,13 @@ def test_a_call_in_flight_when_the_server_dies_is_answered_outcome_unknown(tmp_p
 
 def test_a_call_in_flight_when_the_proxy_gets_sigterm_is_answered_outcome_unknown(tmp_path):
     manifest, journal, state, argv = kv_proxy(tmp_path)
-    with RawSession(argv) as s:
+    calls = tmp_path / "calls.jsonl"  # the fake server logs each tools/call as it gets it
+    with RawSession(argv, env={**os.environ, "FAKE_LOG": str(calls)}) as s:
         s.handshake()
         _put(s, 1, "k0", tool="slow_put", delay=30)
-        # the pre-read has been answered once the call is journalled as sent: wait for the row
-        for _ in range(200):
-            if journal.exists():
-                with open_journal(journal) as j:
-                    runs = j.list_runs()
-                    if runs and j.actions(runs[0].id):
-                        break
+        for _ in range(400):  # the pre-read (get), then the call itself: it is in flight
+            if calls.exists() and '"slow_put"' in calls.read_text():
+                break
             time.sleep(0.05)
         s.proc.send_signal(signal.SIGTERM)
         _, first = s.wait_for(1, timeout=20)
