@@ -27,7 +27,7 @@ import json
 import os
 from typing import Any, Protocol
 
-from synartesis.canonical import canonical
+from synartesis.canonical import MAX_DEPTH, canonical, too_deep
 from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
@@ -111,7 +111,16 @@ def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
             return ReadOutcome("absent", reason=text)
         return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} reported an error: {text}")
     value = payload(result)
-    text = canonical(value)
+    try:
+        text = canonical(value)
+    except RecursionError:  # deeper than the stdlib's encoder goes: measured below, iteratively
+        text = None
+    deep = too_deep(value, text)
+    if deep or text is None:
+        return ReadOutcome("failed", reason=(
+            f"the read {read['server']}.{read['tool']} returned a value nested {deep or 'over 900'} levels deep, deeper "
+            f"than the {MAX_DEPTH} levels synartesis journals, so it cannot be kept to restore; a write "
+            "whose prior state cannot be kept is refused rather than risked"))
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         return ReadOutcome("failed", reason=(
@@ -197,7 +206,7 @@ def cap_result(result: Any) -> Any:
     their whole result because ``--replan`` resolves ``$result`` from it.
     """
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    if len(text) <= READ_RESULT_WHOLE:
+    if len(text) <= READ_RESULT_WHOLE and not too_deep(result, text):
         return result
     import hashlib
     data = text.encode("utf-8", "surrogatepass")
@@ -289,6 +298,13 @@ def handle_call(host: CallHost, ctx: CallContext) -> None:
         return
     args = params.get("arguments")
     args = {} if args is None else args
+    deep = too_deep(args, ctx.line)
+    if deep:  # the journal could not keep them (and canonical JSON could not compare them)
+        log("warn", "refused a tools/call nested too deep", tool=repr(exposed), depth=deep)
+        host.reply_error_result(ctx, f"Synartesis refused this call: its arguments are nested {deep} levels "
+                                f"deep, deeper than the {MAX_DEPTH} levels synartesis journals. It was not "
+                                "sent. Send the same data less deeply nested.")
+        return
     if lone_surrogate(ctx.line, params):
         log("warn", "refused a tools/call holding a lone surrogate", tool=repr(exposed))
         host.reply_error_result(ctx, SURROGATE_REFUSAL)
@@ -491,6 +507,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
     if msg is None:  # cancelled by the client after it was sent
         j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")
         return
+    raw = msg.line if isinstance(msg, LazyFrame) else None
     if isinstance(msg, LazyFrame):
         msg = msg.parse()
     if not isinstance(msg, dict):
@@ -552,6 +569,11 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             post = observed.observation()
             if post is None:
                 notes.append(f"post-state could not be captured: {observed.reason}")
+    deep = too_deep(result, raw)
+    if deep:  # the client has the answer; the journal keeps a note of it instead
+        notes.append(f"its result is nested {deep} levels deep, deeper than the {MAX_DEPTH} levels synartesis "
+                     "journals, so it was not kept")
+        result = {"synartesisNotKept": True, "depth": deep}
     j.mark_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
                    inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
     if notes:
