@@ -3,20 +3,7 @@
 import random
 import string
 
-from helpers import RawSession, cli, files_proxy
-
-POLICY = """version: 1
-servers:
-  files: {}
-tools:
-  - match: "files.read_*"
-    class: readonly
-  - match: "files.write_file"
-    class: reversible
-    gate: always
-    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\\\ufffd"]}
-    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
-"""
+from helpers import GATED_FS_POLICY, RawSession, cli, files_proxy
 
 
 def _text(rnd: random.Random, n: int) -> str:
@@ -25,7 +12,7 @@ def _text(rnd: random.Random, n: int) -> str:
 
 def test_the_preview_of_a_big_held_write_is_bounded_and_says_what_it_left_out(tmp_path, fs_server):
     rnd = random.Random(7)
-    root, argv = files_proxy(tmp_path, fs_server, POLICY)
+    root, argv = files_proxy(tmp_path, fs_server, GATED_FS_POLICY)
     (root / "big.txt").write_text(_text(rnd, 400_000))
     with RawSession(argv) as s:
         s.handshake()

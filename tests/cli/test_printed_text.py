@@ -3,26 +3,13 @@ control characters are shown, never obeyed, and text stdout cannot encode never 
 import json
 
 import pytest
-from helpers import RawSession, cli, files_proxy, kv_proxy
-
-POLICY = """version: 1
-servers:
-  files: {}
-tools:
-  - match: "files.read_*"
-    class: readonly
-  - match: "files.write_file"
-    class: reversible
-    gate: always
-    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"], refuse_when: ["\\\\ufffd"]}
-    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
-"""
+from helpers import GATED_FS_POLICY, RawSession, cli, files_proxy, kv_proxy
 
 
 def test_the_held_call_preview_never_sends_the_agents_terminal_escapes_to_the_terminal(tmp_path, fs_server):
     # The agent controls the content; printed raw, ESC[1A ESC[2K CR erase the malicious line on
     # a real terminal and print a benign one over it.
-    root, argv = files_proxy(tmp_path, fs_server, POLICY)
+    root, argv = files_proxy(tmp_path, fs_server, GATED_FS_POLICY)
     (root / "notes.txt").write_text("line one\nline two\n")
     evil = "line one\nrm -rf ~ # evil\x1b[1A\x1b[2K\r+line two (harmless)\u202e\n"
     with RawSession(argv) as s:
