@@ -20,7 +20,7 @@ _REAL_HOME = Path(os.path.expanduser("~")).resolve()
 _REAL_ENV = dict(os.environ)
 _ISOLATED_VARS = ("HOME", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "XDG_CONFIG_HOME",
                   "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "CODEX_HOME",
-                  "CLAUDE_CONFIG_DIR", "SYNARTESIS_HOME")
+                  "CLAUDE_CONFIG_DIR", "SYNARTESIS_HOME", "SYNARTESIS_JOURNAL", "PGPASSWORD", "PGPASSFILE")
 # npm and uv keep caches under HOME; point them at a shared per-session folder so tests
 # never touch the real one and do not refetch for every test.
 _TOOL_CACHE_VARS = {"npm_config_cache": "npm-cache", "UV_CACHE_DIR": "uv-cache"}
@@ -128,3 +128,75 @@ def synartesis_cmd() -> list[str]:
     """argv prefix that runs this checkout's CLI in a subprocess."""
     exe = shutil.which("synartesis")
     return [exe] if exe else [sys.executable, "-m", "synartesis"]
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the whole session (``tests/pgkit.py``), stopped at the end.
+    Skips only when no PostgreSQL binaries exist on this machine (CI installs them)."""
+    import pgkit
+    bindir = pgkit.find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL binaries (initdb, postgres): install Debian's postgresql package, "
+                    "or set SYNARTESIS_PG_BINDIR")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.fail("psycopg is not installed: pip install -e '.[test]'")
+    server = pgkit.PgServer.start(bindir)
+    helpers.SESSION_PIDS.add(server.proc.pid)
+    try:
+        yield server
+    finally:
+        helpers.SESSION_PIDS.discard(server.proc.pid)
+        server.stop()
+
+
+@pytest.fixture
+def pg_journal_url(pg_server, monkeypatch: pytest.MonkeyPatch):
+    """A factory of fresh, empty PostgreSQL databases as journal URLs (the password in
+    ``PGPASSWORD``, as a user would keep it); each is dropped when the test ends."""
+    import pgkit
+    monkeypatch.setenv("PGPASSWORD", pgkit.PASSWORD)
+    made: list[str] = []
+
+    def make() -> str:
+        name = pg_server.new_database()
+        made.append(name)
+        return pg_server.url(name)
+
+    yield make
+    for name in made:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def journal_backend(request) -> str:
+    """Each journal test runs on both backends (issue 14)."""
+    return request.param
+
+
+@pytest.fixture
+def journal_at(journal_backend: str, tmp_path: Path, request):
+    """A factory of fresh journal locations on the backend under test: a file path on SQLite,
+    a ``postgresql://`` URL of a new database on PostgreSQL."""
+    count = iter(range(1000))
+    if journal_backend == "postgresql":
+        return request.getfixturevalue("pg_journal_url")
+    return lambda: tmp_path / f"j{next(count)}" / "journal.db"
+
+
+@pytest.fixture
+def new_journal(journal_at):
+    """A factory of new, empty journals on the backend under test (closed when the test ends)."""
+    from synartesis.journal import Journal
+    opened: list = []
+
+    def make():
+        j = Journal.open(journal_at(), create=True)
+        opened.append(j)
+        return j
+
+    yield make
+    for j in opened:
+        j.close()

@@ -41,6 +41,16 @@ tools:
     inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
 """
 
+# The kv server's put as a compensation with no read: nothing can check it (unverified), and
+# an error after it cannot be settled (unknown).
+FAKE_BLIND_POLICY = FAKE_POLICY.replace('''  - match: "kv.put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''  - match: "kv.put"
+    class: compensable
+    inverse: {tool: kv.put, args: {key: "$.key", value: "v0"}}''', 1)
+assert FAKE_BLIND_POLICY != FAKE_POLICY
+
 # The filesystem server's reversible writes (the shipped policy has more; tests keep theirs small).
 FS_POLICY = """version: 1
 servers:
@@ -281,6 +291,10 @@ class Procs:
             _close_popen(proc)
         leaked: list[str] = []
         end = time.monotonic() + linger
+        for pid in list(SESSION_PIDS):  # a session fixture's server (PostgreSQL) outlives each test
+            if _alive(pid):
+                owned.add(pid)
+                owned.update(descendants(pid))
         stray = [p for p in descendants(me) if p not in owned]
         while stray and time.monotonic() < end:
             time.sleep(0.05)
@@ -320,6 +334,8 @@ def _collect_zombies(me: int, owned: set[int]) -> None:
 
 
 _current: Procs | None = None
+# Processes a session-scoped fixture started and stops itself (the test PostgreSQL server).
+SESSION_PIDS: set[int] = set()
 
 
 def current_procs() -> Procs:
@@ -348,13 +364,14 @@ def _live_children() -> set[int]:
 
 
 @asynccontextmanager
-async def stdio_client(params: Any):
+async def stdio_client(params: Any, errlog: Any = None):
     """The mcp SDK's ``stdio_client(params)``, with the server process it starts registered
-    for reaping (the SDK starts it itself, so it is found as our new child)."""
+    for reaping (the SDK starts it itself, so it is found as our new child). ``errlog``: a
+    file the process's stderr goes to (default: ours)."""
     from mcp.client.stdio import stdio_client as sdk_stdio_client
 
     before = _live_children()
-    async with sdk_stdio_client(params) as streams:
+    async with sdk_stdio_client(params, errlog=errlog or sys.stderr) as streams:
         current_procs().adopt(sorted(_live_children() - before))
         yield streams
 
@@ -498,6 +515,18 @@ def text_of(result: Any) -> str:
     for block in content or []:
         parts.append(block.get("text", "") if isinstance(block, dict) else getattr(block, "text", ""))
     return " ".join(parts)
+
+
+def imported_modules(argv: list[str], frames: bytes) -> set[str]:
+    """Top-level modules the command ``argv`` (a ``synartesis_argv``) imported before it exited,
+    fed ``frames`` on stdin (``python -X importtime``)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], input=frames, capture_output=True,
+                          timeout=60)
+    names = set()
+    for line in done.stderr.decode().splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
 
 
 def open_journal(path: Path):

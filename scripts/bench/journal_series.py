@@ -69,7 +69,23 @@ def one(label: str, cmd: str, pattern: str, args) -> dict:
     grown = journal_bytes(args.journal)["total"]
     ok = open(path).read() == content
     return {"label": label, "pattern": pattern, "writes": args.n, "size": args.size, "written": written,
-            "journal_bytes": grown, "ratio": grown / written, "errors": errors, "final_content_ok": ok}
+            "journal_bytes": grown, "ratio": grown / written, "payload_bytes": payload_bytes(args.journal),
+            "errors": errors, "final_content_ok": ok}
+
+
+def payload_bytes(journal: str) -> int | None:
+    """Bytes of the payload store alone (blobs, and chunk packs where the schema has them):
+    what item 6 changes, without the journal's fixed pages and each action's row and events."""
+    import sqlite3
+    try:
+        db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        total = sum(db.execute(f"SELECT COALESCE(sum(length(data)), 0) FROM {t}").fetchone()[0]
+                    for t in ("blobs", "packs") if t in tables)
+        db.close()
+        return total
+    except sqlite3.Error:
+        return None
 
 
 def main() -> None:
@@ -89,7 +105,8 @@ def main() -> None:
             r = one(label, cmd, pattern, args)
             results.append(r)
             print(f"{label:<12} {pattern:<6} {r['writes']} x {r['size']:,} B: journal {r['journal_bytes']:,} B = "
-                  f"{r['ratio']:.3f}x of {r['written']:,} B written (errors {r['errors']}, final ok {r['final_content_ok']})",
+                  f"{r['ratio']:.3f}x of {r['written']:,} B written; payloads "
+                  f"{(r['payload_bytes'] or 0) / r['written']:.3f}x (errors {r['errors']}, final ok {r['final_content_ok']})",
                   flush=True)
     if args.out:
         with open(args.out, "w") as f:

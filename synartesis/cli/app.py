@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "synartesis.cli.tui_cmds",
     "synartesis.cli.remote_cmds",
     "synartesis.cli.desktop_cmds",
+    "synartesis.cli.team_cmds",
 )
 
 
@@ -50,6 +51,7 @@ COMMAND_INDEX = {
     "demo": "demo_cmds",
     "login": "remote_cmds", "logout": "remote_cmds", "serve": "remote_cmds",
     "desktop": "desktop_cmds",
+    "journal": "team_cmds", "team": "team_cmds",
 }
 
 

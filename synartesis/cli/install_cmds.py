@@ -279,6 +279,8 @@ def _status_line(r: Any) -> str:
         if r.policy.get("provenance"):
             pol += f", {r.policy['provenance']}"
         line += f" · policy {pol} · {r.policy['todo']} gated/TODO · {r.policy['pins']} pins"
+    if getattr(r, "sign_in", None):  # a bridged remote server
+        line += f" · sign-in: {r.sign_in}"
     return line
 
 

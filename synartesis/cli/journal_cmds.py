@@ -87,11 +87,12 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
                   f"started {sv.session.started_at}  {len(sv.runs)} run{'s' if len(sv.runs) != 1 else ''}")
         for r in sv.runs:
             out.print(f"  run {r.id[:8]}  {shown(', '.join(sorted(r.servers)) or '-')}  {_status(r)}  started {r.started_at}"
-                      + (f"  ended {r.ended_at}" if r.ended_at else ""))
+                      + (f"  ended {r.ended_at}" if r.ended_at else "") + (f"  on {shown(r.host, line=True)}" if r.host else ""))
     else:
         r = view.target.runs[0]
         out.print(f"[bold]run {r.id}[/]  agent {shown(r.label or '-', line=True)}  {_status(r)}  started {r.started_at}"
-                  + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}")
+                  + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}"
+                  + (f"  on {shown(r.host, line=True)}" if r.host else ""))
         if r.end_note or r.stale:
             out.print(f"  note: {shown(r.end_note or 'its proxy is gone; it is closed on the next write to the journal')}")
     if not view.actions:
@@ -146,7 +147,7 @@ def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not star
         a = v.row
         out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{shown(a.qualified, line=True)}[/]")
         _print_preview(out, v, p)
-    by = default_actor()
+    by = default_actor(jpath)
     out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]} --by {by} --journal {jpath}")
     out.print(f"approve all:  {cli_command()} approve --all --by {by} --journal {jpath}")
     out.print(f"deny one:     {cli_command()} deny {views[0].row.id[:8]} --reason \"…\" --journal {jpath}")
@@ -213,7 +214,7 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []
         views = [action_view(j, a) for a in targets]
-        results = decide(j, targets, approve, by or default_actor(), reason)
+        results = decide(j, targets, approve, by or default_actor(j.path), reason)
     if as_json:
         print_json([dict({"id": d.action.id, "ok": d.ok, "message": d.message},
                          **({"preview": previews[k].as_json()} if previews else {})) for k, d in enumerate(results)])
@@ -349,18 +350,20 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
 
 @app.command("history")
 def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: everything)."),
+                by: Optional[str] = typer.Option(None, "--by", help="Only what this person (or `saga`) did."),
                 manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
                 as_json: bool = JsonOpt) -> None:
     """Every undo, redo, approval and denial: who, when, each step, and the original call."""
     from synartesis.services.history import history
     with journal_for(manifest, journal) as j:
-        entries = history(j, target)
+        entries = history(j, target, by=by)
     if as_json:
         print_json([e.as_json() for e in entries])
         return
     out = console()
     if not entries:
-        out.print("nothing was undone, redone, approved or denied" + (f" in {shown(target)}" if target else ""))
+        out.print("nothing was undone, redone, approved or denied" + (f" in {shown(target)}" if target else "")
+                  + (f" by {shown(by)}" if by else ""))
         return
     for e in entries:
         if e.kind in ("approved", "denied"):

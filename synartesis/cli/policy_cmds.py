@@ -36,8 +36,13 @@ def _proxy_hint(name: str, policy_path: str, argv: list[str]) -> str:
 
     from synartesis.proxy.payload import cli_command
 
-    return (f"{cli_command()} proxy --server {shlex.quote(name)} --manifest "
-            f"{shlex.quote(policy_path)} -- {shlex.join(argv)}")
+    head = f"{cli_command()} proxy --server {shlex.quote(name)} --manifest {shlex.quote(policy_path)}"
+    if "remote-relay" in argv[1:4]:  # a remote server (synartesis or python -m synartesis): the bridge's flags
+        flags = list(argv[argv.index("remote-relay") + 1:])
+        if flags[:1] == ["--server"]:
+            flags = flags[2:]
+        return f"{head} {shlex.join(flags)}"
+    return f"{head} -- {shlex.join(argv)}"
 
 
 @app.command()

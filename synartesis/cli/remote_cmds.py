@@ -37,7 +37,7 @@ def login(
     OS keychain (or a 0600 file under $SYNARTESIS_HOME/oauth/), never in a client config, a
     policy or a log. The proxy refreshes them; run this again when it says the sign-in expired.
     """
-    from synartesis.services.remote import find_remote, sign_in
+    from synartesis.services.remote import find_remote, placeholder_launch, sign_in
 
     env = Env.current()
     target = find_remote(env, name, url)
@@ -56,6 +56,11 @@ def login(
     expiry = (f", the access token expires {time.strftime('%Y-%m-%d %H:%M', time.localtime(result.expires_at))}"
               if result.expires_at else "")
     console().print(Text(f"Signed in to {name}{expiry}. The sign-in is kept in {result.stored_at}."))
+    launch = placeholder_launch(env, name)
+    if launch:
+        import shlex
+        console().print(Text(f"Its policy was drafted before this sign-in and holds every call; draft rules "
+                             f"from its tools now with:\n  synartesis init {name} -- {shlex.join(launch)}"))
 
 
 @app.command()
@@ -91,6 +96,8 @@ def serve(
                                        min=1.0, metavar="S"),
     drain: float = typer.Option(30.0, "--drain", help="On SIGTERM, seconds to let calls in flight finish.", min=0.0,
                                 metavar="S"),
+    saga: bool = typer.Option(False, "--saga", help="Saga mode for every server: a failed call first rolls back "
+                              "its session's earlier changes (per server: servers.NAME.saga: true)."),
 ) -> None:
     """Serve the policy's servers over Streamable HTTP, for clients that cannot start a process.
 
@@ -129,7 +136,13 @@ def serve(
         err.print(Text(f"warning: serving on {host} without TLS: the bearer token and every call cross the "
                        "network in clear; give --tls-cert and --tls-key", style="bold yellow"))
     journal_path = locate_journal(env, policy_path, journal)
-    backend = EngineBackend(policy, journal_path, EngineOptions())
+    # the proxy's own saga hook (the undo engine loads only when a call fails in saga mode)
+    from synartesis.cli import _saga
+    from synartesis.policy.cache import cache_path
+    from synartesis.services.serving import server_launcher
+    backend = EngineBackend(policy, journal_path, EngineOptions(saga=saga),
+                            protected=[str(cache_path(policy_path, journal_path.parent))], saga_hook=_saga,
+                            launch=server_launcher(policy))
     config = ServeConfig(token=token, servers=names, max_body=max_body, idle_timeout=idle_timeout, drain=drain)
 
     def ready(base: str) -> None:

@@ -73,6 +73,6 @@ def console_callback(ctx: typer.Context,
     from synartesis.tui.app import ConsoleApp
 
     loc = where(manifest, journal)
-    console = ConsoleApp(loc.journal, loc.policy, by or default_actor())
+    console = ConsoleApp(loc.journal, loc.policy, by or default_actor(loc.journal))
     console.run()
     raise typer.Exit(console.return_code or 0)

@@ -42,7 +42,7 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     if to is not None and only is not None:
         raise typer.BadParameter("--to and --only do not go together", param_hint="--only")
-    opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by)
+    opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by, journal=journal)
     opts.to, opts.only = to, only
     with journal_for(manifest, journal) as j:
         report = asyncio.run(undo_run(j, opts))
@@ -65,7 +65,7 @@ def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     if yes and not force:
         raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     from synartesis.undo import redo
-    opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by)
+    opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by, journal=journal)
     with journal_for(manifest, journal) as j:
         report = asyncio.run(redo(j, opts))
     if as_json:
@@ -80,7 +80,8 @@ def _options(target: Optional[str], manifest: Optional[str], **kw) -> UndoOption
     policy = _policy(manifest)
     if kw.get("replan") and policy is None:
         raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
-    by = kw.pop("by") or default_actor()
+    journal = kw.pop("journal", None)
+    by = kw.pop("by") or default_actor(where(manifest, journal).journal)
     return UndoOptions(run=target, by=by, policy=policy, entry_env=entry_env, **kw)
 
 
@@ -114,7 +115,7 @@ def render_undo(report: UndoReport) -> None:
     aside = [s for s in report.steps if s.kind in ("kept", "left")]
     for s in main:
         style = _KIND_STYLE.get(s.kind, "")
-        tag = "  [unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
+        tag = "  \\[unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
         out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}{tag}")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
@@ -172,7 +173,11 @@ def render_undo(report: UndoReport) -> None:
     status = report.shown_status
     if report.halted and not report.dry_run and not report.changed:
         status = "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
-    out.print(f"\n  [bold]R E S U L T[/]  {status}{' (dry run)' if report.dry_run else ''}\n")
+    if report.dry_run:
+        result_line = f"{status} (dry run)" if report.preview_force else f"would end {status} (dry run)"
+    else:
+        result_line = status
+    out.print(f"\n  [bold]R E S U L T[/]  {result_line}\n")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:

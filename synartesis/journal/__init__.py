@@ -1,4 +1,5 @@
-"""The journal: one SQLite file shared by every proxy and the CLI. The only module that runs SQL.
+"""The journal: one SQLite file shared by every proxy and the CLI, or one PostgreSQL database
+shared by a team (issue 14). The only module that runs SQL.
 
 Callers use :class:`Journal` (``synartesis.journal.facade``) and the row types; the package's
 other modules are its concerns (see the facade's docstring).

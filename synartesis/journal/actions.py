@@ -37,6 +37,9 @@ class ActionsMixin(ChainMixin):
 
     def _next_gseq(self) -> int:
         """The next journal-wide action number (inside the transaction that uses it)."""
+        if self.db.returning:  # one statement fewer per recorded action
+            row = self._one("UPDATE counters SET value = value + 1 WHERE name = 'gseq' RETURNING value")
+            return int(self._require(row, "the action counter")[0])
         self._q("UPDATE counters SET value = value + 1 WHERE name = 'gseq'")
         return int(self._require(self._one("SELECT value FROM counters WHERE name = 'gseq'"), "the action counter")[0])
 
@@ -87,8 +90,12 @@ class ActionsMixin(ChainMixin):
             rows: list[tuple] = []
             events: list[tuple] = []
             ts = now_iso()
-            self._q("UPDATE counters SET value = value + ? WHERE name = 'gseq'", (len(items),))
-            gseq = int(self._require(self._one("SELECT value FROM counters WHERE name = 'gseq'"), "the action counter")[0])
+            if self.db.returning:
+                top = self._one("UPDATE counters SET value = value + ? WHERE name = 'gseq' RETURNING value", (len(items),))
+            else:
+                self._q("UPDATE counters SET value = value + ? WHERE name = 'gseq'", (len(items),))
+                top = self._one("SELECT value FROM counters WHERE name = 'gseq'")
+            gseq = int(self._require(top, "the action counter")[0])
             gseq -= len(items)
             for it in items:
                 run_id = it["run"]

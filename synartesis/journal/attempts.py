@@ -43,6 +43,9 @@ class AttemptsMixin(GatesMixin):
                       scope: dict | None = None) -> Attempt | None:
         """Start an attempt over ``run_ids``; None when a live attempt already works on one of them.
 
+        Raises:
+            ConflictError: a team journal's member undoing another user's run (issue 14).
+
         Args:
             kind: ``undo``, ``redo`` or ``saga``.
             scope: what was asked, recorded with each row (``{"session": id}``, ``{"run": id,
@@ -51,6 +54,8 @@ class AttemptsMixin(GatesMixin):
         if kind not in ATTEMPT_KINDS:
             raise ValueError(f"not an attempt kind: {kind}")
         ids = list(dict.fromkeys(run_ids))
+        if kind != "saga":  # a saga is the proxy rolling back its own run
+            self._check_may(ids, f"{kind}")
         token = start_token(os.getpid())
         with self._guard(f"begin {kind}"), self._tx():
             marks = ",".join("?" * len(ids))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from synartesis.errors import JournalError
-from synartesis.journal.sqlite import Error as DriverError
-from synartesis.journal.sqlite import SqliteBackend
+
+if TYPE_CHECKING:
+    from synartesis.journal.sqlite import SqliteBackend
 
 __all__ = ["JournalBase"]
 
@@ -21,7 +22,7 @@ __all__ = ["JournalBase"]
 class JournalBase:
     """A connection to one journal. Not thread-safe; one per thread or process."""
 
-    def __init__(self, db: SqliteBackend, *, reap: bool = False) -> None:
+    def __init__(self, db: "SqliteBackend", *, reap: bool = False) -> None:
         self.db = db
         self.path: Path = db.path
         # The CLI closes runs whose proxy is gone on its first write (issue 10 item 3); the
@@ -88,12 +89,19 @@ class JournalBase:
     def _reap_stale(self) -> int:  # provided by RunsMixin
         return 0
 
+    def _check_may(self, run_ids: Any, what: str) -> None:  # provided by TeamMixin
+        return None
+
+    def _may_collect(self) -> bool:  # provided by TeamMixin: payloads are shared by the team
+        return True
+
     @contextmanager
     def _guard(self, op: str) -> Iterator[None]:
-        """Driver errors become JournalError (a damaged file: JournalConfigError, exit 2)."""
+        """Driver errors become JournalError (a damaged file: JournalConfigError, exit 2; a
+        broken PostgreSQL connection made again: RetryableJournalError)."""
         try:
             yield
-        except DriverError as exc:
+        except self.db.driver_error as exc:
             raise self.db.error(self.path, op, exc) from exc
 
     def _require(self, found: Any, what: str) -> Any:

@@ -25,6 +25,13 @@ _LATER_KEYS = frozenset({"gseq", "reverted"})
 _ORIGIN_KEYS = ("session", "pid", "started", "host")
 
 
+# PostgreSQL (a data-modifying CTE): move a run's head from the one this connection wrote last
+# and append the event, or do neither when another writer moved it.
+_MOVE_AND_APPEND = ("WITH moved AS (UPDATE runs SET head = ? WHERE id = ? AND head = ? RETURNING id) "
+                    "INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
+                    "SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM moved")
+
+
 class ChainMixin(BlobsMixin):
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
                undo_id: str | None = None) -> None:
@@ -40,7 +47,14 @@ class ChainMixin(BlobsMixin):
         digest = ""
         if prev is not None:
             digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
-            if self._q("UPDATE runs SET head = ? WHERE id = ? AND head = ?", (digest, run_id, prev)).rowcount != 1:
+            if self.db.name == "postgresql":
+                # one round trip: the head moves and the event is appended only if it was ours
+                if self._q(_MOVE_AND_APPEND, (digest, run_id, prev, run_id, action_id, undo_id, at, kind, stored, prev,
+                                              digest)).rowcount == 1:
+                    self._tx_heads[run_id] = digest
+                    return
+                prev = None
+            elif self._q("UPDATE runs SET head = ? WHERE id = ? AND head = ?", (digest, run_id, prev)).rowcount != 1:
                 prev = None
         if prev is None:
             row = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))

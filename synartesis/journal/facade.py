@@ -3,25 +3,35 @@
 Concerns, each a module of ``synartesis.journal`` and a layer of this class:
 ``blobs`` (payloads stored once) → ``chain`` (the event chain and audit) → ``actions``
 (recording and status changes) → ``runs`` (runs, agent sessions, closing dead runs) →
-``gates`` (held calls, approvals, denials) → ``attempts`` (undo, redo and saga attempts).
+``gates`` (held calls, approvals, denials) → ``attempts`` (undo, redo and saga attempts) →
+``team`` (who may do what in a team journal).
 ``schema`` owns the tables and migrations; ``sqlite`` everything specific to SQLite and to a
-file. Nothing outside this package runs SQL.
+file; ``postgres`` everything specific to PostgreSQL (imported only for a ``postgresql://``
+journal). Nothing outside this package runs SQL.
+
+On PostgreSQL a connection can break under an operation; when nothing of it was committed the
+backend says so (``RetryableJournalError``) and the operation is run once more, whole, on the
+new connection (:func:`_retrying`). SQLite never raises it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Iterable
+import time
+from typing import Any, Callable, Iterable
 
-from synartesis.journal.attempts import AttemptsMixin
 from synartesis.journal.rows import now_iso
 from synartesis.journal.schema import migrate
 from synartesis.journal.sqlite import SqliteBackend
+from synartesis.journal.team import TeamMixin
+from synartesis.paths import is_journal_url
 
 __all__ = ["Journal"]
+_RETRIES = 3
 
 
-class Journal(AttemptsMixin):
+class Journal(TeamMixin):
     """A connection to one journal. Not thread-safe; one per thread or process."""
 
     @classmethod
@@ -32,12 +42,20 @@ class Journal(AttemptsMixin):
         ``reap`` (default: ``not create``, i.e. the CLI): close runs whose proxy is gone on the
         first write of this connection.
 
+        ``path`` may be a ``postgresql://`` URL (a team journal, issue 14).
+
         Raises:
-            NoJournalError: ``create`` is False and there is no file.
+            NoJournalError: ``create`` is False and there is no file (no journal in the database).
             JournalConfigError: not a journal, damaged, a newer schema, or a directory (exit 2).
             JournalError: it could not be created or opened.
         """
-        db = SqliteBackend.open(path, create=create)
+        db: Any
+        if is_journal_url(path):
+            from synartesis.journal.postgres import PostgresBackend  # psycopg: only for a PostgreSQL journal
+            from synartesis.paths import journal_location
+            db = PostgresBackend.open(journal_location(path), create=create)  # a JournalURL keeps its password
+        else:
+            db = SqliteBackend.open(path, create=create)
         try:
             with _guarded(db):
                 migrate(db)
@@ -72,14 +90,46 @@ class Journal(AttemptsMixin):
 class _guarded:
     """Driver errors while migrating become the backend's JournalError."""
 
-    def __init__(self, db: SqliteBackend) -> None:
+    def __init__(self, db: Any) -> None:
         self.db = db
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, typ, exc, tb) -> bool:
-        from synartesis.journal.sqlite import Error
-        if isinstance(exc, Error):
+        if isinstance(exc, self.db.driver_error):
             raise self.db.error(self.db.path, "open", exc) from exc
         return False
+
+
+def _retrying(fn: Callable) -> Callable:
+    """Run ``fn`` again (up to ``_RETRIES`` times) when the backend lost its connection and
+    made it again with nothing of the operation committed."""
+
+    @functools.wraps(fn)
+    def call(self: Journal, *args: Any, **kwargs: Any) -> Any:
+        from synartesis.errors import JournalError
+        for attempt in range(_RETRIES):
+            try:
+                return fn(self, *args, **kwargs)
+            except JournalError as exc:
+                if type(exc).__name__ != "RetryableJournalError" or attempt == _RETRIES - 1 or self._in_tx:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    return call
+
+
+def _wrap_public(cls: type) -> None:
+    """Every public operation of the journal retries a lost connection (see the docstring)."""
+    for name in dir(cls):
+        if name.startswith("_") or name in ("close", "own_run", "open"):
+            continue
+        value = next(vars(k)[name] for k in cls.__mro__ if name in vars(k))
+        if isinstance(value, (classmethod, staticmethod, property)) or not callable(value):
+            continue
+        setattr(cls, name, _retrying(value))
+
+
+_wrap_public(Journal)

@@ -16,6 +16,10 @@ from synartesis.journal.runs import RunsMixin
 __all__ = ["GatesMixin"]
 
 
+class _NotSpent(Exception):
+    """The approval could not be marked used: roll the carrier back."""
+
+
 class GatesMixin(RunsMixin):
     def hold(self, run_id: str, server: str, tool: str, cls: str, rule: str | None, args: Any,
              reason: str, action_id: str | None = None) -> tuple[ActionRow, bool]:
@@ -58,6 +62,13 @@ class GatesMixin(RunsMixin):
         ``action_id`` (a row of this call already recorded) or a new row in ``run_id`` gets the
         approver, and the approval is marked used by it. Single use (DESIGN §7).
         """
+        try:
+            return self._take_approval(run_id, server, tool, cls, rule, args, action_id)
+        except _NotSpent:
+            return None
+
+    def _take_approval(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
+                       args: Any, action_id: str | None) -> ActionRow | None:
         key = call_key(server, tool, args)
         with self._guard("take approval"), self._tx():
             row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE call_key = ? AND status = 'approved' "
@@ -79,12 +90,26 @@ class GatesMixin(RunsMixin):
                         (granted.decided_by, granted.decided_at, carried, now_iso(), action_id))
                 self._action_event(action_id, "action.approved_carry")
                 carrier = self._get_action(action_id)
-            self._q("UPDATE actions SET used_by = ?, updated_at = ? WHERE id = ?", (carrier.id, now_iso(), granted.id))
+            spent = self._q("UPDATE actions SET used_by = ?, updated_at = ? WHERE id = ? AND used_by IS NULL",
+                            (carrier.id, now_iso(), granted.id))
+            if spent.rowcount != 1:
+                # not ours to spend (a team journal: another user's approval) or spent meanwhile:
+                # nothing of this transaction stays, and the call is held as any other
+                raise _NotSpent()
             self._action_event(granted.id, "action.approval_used")
             return carrier
 
     def decide(self, action_id: str, approve: bool, by: str, reason: str | None = None) -> bool:
-        """Approve or deny a held call; False if it was no longer ``gated`` (a lost race)."""
+        """Approve or deny a held call; False if it was no longer ``gated`` (a lost race).
+
+        Raises:
+            ConflictError: a team journal's member deciding on another user's run (issue 14).
+        """
+        if self.db.name == "postgresql":
+            with self._guard("record decision"):
+                row = self._one("SELECT run_id FROM actions WHERE id = ?", (action_id,))
+            if row:
+                self._check_may([row[0]], "approve or deny calls of")
         with self._guard("record decision"), self._tx():
             if approve:
                 return self._set(action_id, "approved", note=None, expect=("gated",), decided_by=by,

@@ -29,7 +29,12 @@ _boot_id: str | None = None
 
 
 def host_name() -> str:
-    """This machine's host name (runs record it: a pid means nothing on another machine)."""
+    """This machine's host name (runs record it: a pid means nothing on another machine).
+    ``$SYNARTESIS_HOST`` overrides it (a container or CI runner whose node name says nothing;
+    tests simulating several machines)."""
+    named = os.environ.get("SYNARTESIS_HOST")
+    if named:
+        return named
     if hasattr(os, "uname"):
         return os.uname().nodename
     return os.environ.get("COMPUTERNAME", "")  # Windows (no socket import on the proxy's start-up path)
@@ -87,16 +92,25 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _exited(pid: int) -> bool:
+    """True when ``pid`` has exited and only waits to be reaped (a zombie, Linux): a client that
+    SIGKILLs its proxy and has not called ``wait`` yet still holds its pid, and that proxy is gone."""
+    if not sys.platform.startswith("linux"):
+        return False
+    stat = _proc_stat(pid)
+    return stat is not None and bool(stat[1]) and stat[1][0] in ("Z", "X")
+
+
 def process_state(pid: int | None, token: str | None, host: str | None = None) -> str:
     """``live``, ``gone`` or ``unknown`` for the process recorded as (pid, start token, host).
 
-    ``gone``: the pid is not alive on this host, or it is alive with another start token
-    (reused), or this host rebooted since. ``unknown``: another host, or no pid. A pid that is
+    ``gone``: the pid is not alive on this host (or has exited and waits to be reaped), or it
+    is alive with another start token (reused), or this host rebooted since. ``unknown``: another host, or no pid. A pid that is
     alive and whose start cannot be compared is ``live``.
     """
     if pid is None or (host is not None and host != host_name()):
         return "unknown"
-    if not pid_alive(pid):
+    if not pid_alive(pid) or _exited(pid):
         return "gone"
     if not token:
         return "live"

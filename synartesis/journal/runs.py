@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from synartesis.canonical import canonical, sha256_hex
 from synartesis.errors import UsageError
@@ -251,12 +251,19 @@ class RunsMixin(ActionsMixin):
         if len(rows) > 1:
             raise UsageError(f"{ref} matches {len(rows)} sessions; give more of the id: "
                              + ", ".join(r[0][:10] for r in rows[:5]))
-        return SessionRow(*rows[0])
+        return self._with_last_at(rows[0])
 
     def get_session(self, session_id: str) -> SessionRow:
         with self._guard("read session"):
             row = self._one(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
-        return SessionRow(*self._require(row, f"session {session_id}"))
+        return self._with_last_at(self._require(row, f"session {session_id}"))
+
+    def _with_last_at(self, row: Any) -> SessionRow:
+        """A session row with ``last_at`` filled in, as :meth:`list_sessions` gives it."""
+        with self._guard("read session"):
+            last = self._one("SELECT max(r.started_at), max(a.created_at) FROM runs r "
+                             "LEFT JOIN actions a ON a.run_id = r.id WHERE r.session_id = ?", (row[0],))
+        return SessionRow(*row, last_at=max((x for x in last or () if x), default=None))
 
     def undoable_counts(self) -> dict[str, int]:
         """{session id: how many of its actions undo would act on} for sessions with any: not
@@ -294,6 +301,7 @@ class RunsMixin(ActionsMixin):
                     self._q("DELETE FROM undos WHERE run_id = ?", (rid,))
                     self._q("DELETE FROM runs WHERE id = ?", (rid,))
                 self._q("DELETE FROM sessions WHERE id NOT IN (SELECT session_id FROM runs WHERE session_id IS NOT NULL)")
-                self._collect_garbage()
+                if self._may_collect():  # a team member's prune leaves shared payloads to an admin
+                    self._collect_garbage()
             self.db.compact()
         return len(run_ids)

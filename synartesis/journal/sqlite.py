@@ -37,6 +37,7 @@ class SqliteBackend:
     """One connection to one journal file. Not thread-safe; one per thread."""
 
     name = "sqlite"
+    driver_error = sqlite3.Error
     # A column that grows with insertion, to order rows written in the same millisecond.
     row_order = "rowid"
     # UPDATE … RETURNING (SQLite 3.35): a changed row comes back without a second statement.
@@ -111,6 +112,7 @@ class SqliteBackend:
             return self.conn.execute(text, [_storable(p) for p in params])
 
     def executemany(self, text: str, rows: list) -> None:
+        """One statement (``?`` placeholders, as :meth:`sql` takes them) over many rows."""
         # checked first: a row that fails half-way through would leave the earlier ones inserted
         self.conn.executemany(text, [r if all(_utf8(p) for p in r) else [_storable(p) for p in r] for r in rows])
 

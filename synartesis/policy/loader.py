@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from synartesis.errors import PolicyError
+from synartesis.paths import JournalURL, is_journal_url
 from synartesis.policy.model import (
     CLASSES,
     DEFAULT_PRODUCTION_PATTERNS,
@@ -31,7 +32,7 @@ from synartesis.policy.source import decode_policy, read_policy_bytes
 
 __all__ = ["load_policy", "parse_policy"]
 
-_TOP_KEYS = {"version", "servers", "tools", "production_patterns"}
+_TOP_KEYS = {"version", "servers", "tools", "production_patterns", "journal", "journal_fallback"}
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note", "saga"}
 _RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
@@ -233,7 +234,32 @@ def _validate(doc: Any, loc: _Located) -> Policy:
         seen[key] = i
         rules.append(rule)
     return Policy(path=loc.filename, servers=servers, rules=tuple(rules),
-                  production_patterns=_production_patterns(loc, doc))
+                  production_patterns=_production_patterns(loc, doc), journal=_journal(loc, doc),
+                  journal_fallback=_journal_fallback(loc, doc))
+
+
+def _journal(loc: _Located, doc: dict) -> str | None:
+    """``journal``: a ``postgresql://`` URL or a path; a URL never holds a literal password
+    (a policy is shared and committed: the password comes from PGPASSWORD, ~/.pgpass or
+    ``${VAR}``)."""
+    if "journal" not in doc:
+        return None
+    value = doc["journal"]
+    if not isinstance(value, str) or not value.strip():
+        raise loc.error(("journal",), "journal must be a postgresql://USER@HOST/DB URL or a path to a journal file")
+    if is_journal_url(value) and str(JournalURL(value)) != value:
+        raise loc.error(("journal",), "the journal URL holds a password; a policy is no place for one: take it out "
+                                      "and set PGPASSWORD, use ~/.pgpass, or write ${VAR} for the password")
+    return value
+
+
+def _journal_fallback(loc: _Located, doc: dict) -> str | None:
+    """``journal_fallback``: ``spool`` or absent (fail closed)."""
+    if "journal_fallback" not in doc:
+        return None
+    if doc["journal_fallback"] != "spool":
+        raise loc.error(("journal_fallback",), "journal_fallback must be spool (or left out: fail closed)")
+    return "spool"
 
 
 def _production_patterns(loc: _Located, doc: dict) -> tuple[str, ...]:

@@ -155,12 +155,18 @@ class Policy:
         production_patterns: what marks a target as production (top-level
             ``production_patterns``; default :data:`DEFAULT_PRODUCTION_PATTERNS`); see
             :func:`production_match` for how a pattern matches.
+        journal: where the journal is (top-level ``journal``: a ``postgresql://`` URL or a
+            path), or None for ``journal.db`` beside the policy (issue 14).
+        journal_fallback: ``spool`` (queue calls in a local file while a team journal cannot
+            be reached, shipped later), or None: fail closed.
     """
 
     path: str
     servers: dict[str, ServerSpec]
     rules: tuple[Rule, ...]
     production_patterns: tuple[str, ...] = DEFAULT_PRODUCTION_PATTERNS
+    journal: str | None = None
+    journal_fallback: str | None = None
 
     def production_match(self, value: Any) -> str | None:
         """The pattern a server name or an argument value matches, or None.

@@ -117,7 +117,8 @@ class Engine:
         self.send_to_client = send_to_client
         self.policy = policy
         self.policy_note = policy_note
-        self.journal_path = Path(journal_path)
+        from synartesis.paths import journal_location
+        self.journal_path = journal_location(journal_path)  # a file, or a postgresql:// URL
         self.options = options
         self.call_timeout = options.call_timeout
         self.launch = launch or {}
@@ -125,6 +126,7 @@ class Engine:
         self.client_name: str | None = None
         self.modern_meta: dict | None = None
         self._journal: Any = None
+        self._spooled_for: Any = None  # the team journal this proxy spools for, if it does
         self._extra_protected = list(protected or [])
         self._protected: list[str] | None = None
         self._lock = threading.Lock()
@@ -158,15 +160,54 @@ class Engine:
         j = self._journal
         if j is None:
             from synartesis.journal import Journal
-            j = self._journal = Journal.open(self.journal_path, create=True)
+            try:
+                j = Journal.open(self.journal_path, create=True)
+            except JournalError as exc:
+                j = self._spool(exc)
+            else:
+                self._ship_spool(j)
+            self._journal = j
         return j
+
+    def _spool(self, exc: JournalError) -> Any:
+        """A team journal that cannot be reached: with ``journal_fallback: spool`` the local
+        spool (``synartesis.journal.spool``), else the error (every call is held)."""
+        from synartesis.errors import JournalConfigError
+        from synartesis.paths import is_journal_url
+        if (self.policy is None or self.policy.journal_fallback != "spool" or not is_journal_url(self.journal_path)
+                or isinstance(exc, JournalConfigError)):
+            raise exc
+        from synartesis.journal.spool import open_spool
+        j = open_spool(self.journal_path)
+        log("warn", "the journal cannot be reached; spooling to a local file (journal_fallback: spool)",
+            journal=str(self.journal_path), spool=str(j.path), error=str(exc))
+        self._spooled_for = self.journal_path
+        self.journal_path = j.path  # the journal thread writes there too
+        if self._recorder is not None:
+            self._recorder.path = j.path
+        return j
+
+    def _ship_spool(self, j: Any) -> None:
+        """Ship what earlier proxies spooled for this journal (runs that have ended)."""
+        from synartesis.paths import is_journal_url
+        if self.policy is None or self.policy.journal_fallback != "spool" or not is_journal_url(self.journal_path):
+            return
+        from synartesis.journal.spool import ship_spool
+        try:
+            shipped = ship_spool(self.journal_path, j)
+        except JournalError as exc:
+            log("warn", "could not ship the spooled runs yet", error=str(exc))
+            return
+        if shipped:
+            log("info", "shipped spooled runs to the journal", runs=shipped, journal=str(self.journal_path))
 
     def protected_paths(self) -> list[str]:
         """synartesis's own files, which no guarded call may write without approval."""
         if self._protected is None:
-            from synartesis.paths import Env, synartesis_home
+            from synartesis.paths import Env, is_journal_url, synartesis_home
             jp = str(self.journal_path)
-            paths = [jp, jp + "-wal", jp + "-shm", *self._extra_protected,
+            files = [] if is_journal_url(jp) else [jp, jp + "-wal", jp + "-shm"]
+            paths = [*files, *self._extra_protected,
                      os.path.realpath(synartesis_home(Env.current())) + os.sep]
             if self.policy is not None:
                 paths.append(os.path.realpath(self.policy.path))
@@ -225,6 +266,9 @@ class Engine:
             j = self.journal
             self.run_id = j.begin_run(self.client_name, self.launch_lines())
             j.own_run(self.run_id, self.next_seq)
+            if self._spooled_for is not None:
+                from synartesis.journal.spool import mark_spooled
+                mark_spooled(j, self.run_id, self._spooled_for)
             log("info", "run started", run=self.run_id, servers=list(self.launch_lines()), client=self.client_name)
         return self.run_id
 
@@ -468,7 +512,8 @@ class Engine:
                     self.forward_read(ctx, self.ensure_run(), *plain)
                 except JournalError as exc:
                     log("error", "journal failed; the call was not sent", error=str(exc))
-                    self.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+                    from synartesis.proxy.pipeline import JOURNAL_DOWN
+                    self.reply_error_result(ctx, JOURNAL_DOWN.format(error=exc))
                 except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                     self._internal_error(ctx, exc)
                 return

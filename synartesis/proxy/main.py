@@ -192,7 +192,7 @@ def _stop(popen) -> None:
 def _run(opts, command, popen, options, saga_hook=None) -> int:
     from synartesis import log as logmod
     from synartesis.errors import PolicyError
-    from synartesis.paths import Env, locate_journal, locate_policy
+    from synartesis.paths import JOURNAL_ENV, Env, locate_journal, locate_policy
     from synartesis.policy.cache import cache_path, load_policy_cached
 
     env = Env.current()
@@ -220,6 +220,8 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
     else:
         note = f"there is no policy at {policy_path}, so every tool is held"
     protected = [str(cache_path(policy_path, journal_path.parent))]
+    if policy is not None and policy.journal and not opts.get("journal") and not env.get(JOURNAL_ENV):
+        journal_path = locate_journal(env, policy_path, None, policy.journal)  # the policy's journal: key
     server = opts.get("server")
     if not command and remote is None:
         if policy is None:

@@ -44,6 +44,11 @@ __all__ = ["DECLARED_NOTE", "GATE_PREFIX", "CallContext", "CallHost", "ReadOutco
 GATE_PREFIX = "Synartesis is holding this call for approval"
 IRREVERSIBLE = "this action cannot be undone"
 READ_RESULT_WHOLE = 1024
+# What the agent is told when the journal cannot take a call (the error names the journal,
+# never a password): the call is held, not sent (issue 14 item 4).
+JOURNAL_DOWN = ("Synartesis is holding this call and did not send it: it could not be journalled ({error}). "
+                "Nothing was changed. Every call is held while the journal cannot be reached; make this exact "
+                "call again once it is back.")
 #: the note on an action whose post-state came from the policy's ``post_state``, not a read
 DECLARED_NOTE = "post-state declared by the policy (post_state), not read back"
 
@@ -320,8 +325,9 @@ def handle_call(host: CallHost, ctx: CallContext) -> None:
         run_id = host.ensure_run()
         j = host.journal
     except JournalError as exc:
+        # Fail closed (issue 14 item 4): no journal, no call; never a silent local fallback.
         log("error", "journal failed; the call was not sent", error=str(exc), tool=qualified)
-        host.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+        host.reply_error_result(ctx, JOURNAL_DOWN.format(error=exc))
         return
     try:
         _pipeline(host, ctx, j, run_id, server, tool, qualified, rule, args)
@@ -329,7 +335,7 @@ def handle_call(host: CallHost, ctx: CallContext) -> None:
         log("error", "journal failed; the call was not sent" if not ctx.forwarded
             else "journal failed after the call was sent", error=str(exc), tool=qualified)
         if not ctx.forwarded:
-            host.reply_protocol_error(ctx, -32001, f"synartesis could not journal this call, so it was not sent: {exc}")
+            host.reply_error_result(ctx, JOURNAL_DOWN.format(error=exc))
     finally:
         if ctx.held is not None:  # saga mode kept an answer back and could not amend it: it still goes out
             ctx.held = None

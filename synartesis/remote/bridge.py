@@ -19,11 +19,13 @@ Flags (every one takes a value; ``--header`` and ``--header-env`` may repeat):
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from synartesis.errors import UsageError
-from synartesis.remote.headers import HeaderSpec, parse_header, run_headers_helper
+from synartesis.remote.headers import HeaderSpec, parse_header, run_headers_helper, unexpanded
 
 __all__ = ["RemoteSpec", "open_remote", "relay_launch", "remote_spec"]
 
@@ -83,6 +85,10 @@ def open_remote(server: str, spec: RemoteSpec, environ: Mapping[str, str], home_
     if not url:
         raise UsageError("--url is empty" if spec.url is not None else
                          f"the server's URL comes from ${spec.url_env}, which is not set")
+    unset = unexpanded(url)
+    if unset:
+        raise UsageError(f"the server's URL names {unset}, which is not set (a client passes an unset "
+                         "variable on as written)")
     if not url.lower().startswith(("http://", "https://")):
         raise UsageError("the server's URL must start with http:// or https://")
     static = spec.headers.resolve(environ)
@@ -101,13 +107,21 @@ def relay_launch(server: str, spec: RemoteSpec) -> dict:
     """The launch line the journal records for a remote server: ``synartesis remote-relay``
     with the same flags (references only), so undo and the other commands reach the same
     server with the same credentials (read from the client entry's environment then)."""
-    import os
-    import sys
-
-    # this interpreter runs this synartesis: the relay is started from the same install
-    command, args = sys.executable, ["-m", "synartesis", "remote-relay", "--server", server]
+    command, args = _own_command()
+    args += ["remote-relay", "--server", server]
     args += ["--url", spec.url] if spec.url is not None else ["--url-env", spec.url_env or ""]
     args += spec.headers.flags(hide_literals=True)
     if spec.transport != "auto":
         args += ["--transport", spec.transport]
     return {"command": command, "args": args, "cwd": os.getcwd()}
+
+
+def _own_command() -> tuple[str, list[str]]:
+    """How this synartesis was started: the ``synartesis`` executable a client entry runs (so the
+    launch line is the one install writes into the policy and undo sees no changed launch), else
+    this interpreter with ``-m synartesis``. Either way the relay comes from the same install."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(argv0)
+    if name in ("synartesis", "synartesis.exe") and os.path.isfile(argv0) and os.access(argv0, os.X_OK):
+        return os.path.abspath(argv0), []
+    return sys.executable, ["-m", "synartesis"]

@@ -36,6 +36,7 @@ __all__ = [
     "parse_header",
     "remote_entry",
     "run_headers_helper",
+    "unexpanded",
 ]
 
 #: environment names the wrapped entry uses to carry header values and the URL to the proxy
@@ -120,6 +121,11 @@ class HeaderSpec:
         for name, value in headers.items():
             if "\n" in value or "\r" in value:
                 raise UsageError(f"the {name} header's value holds a line break")
+            unset = unexpanded(value)
+            if unset:
+                raise UsageError(f"the {name} header names {unset}, which is not set (a client passes an "
+                                 "unset variable on as written); set it where the client runs, and for "
+                                 "undo or check in this shell")
         return headers
 
     def flags(self, *, hide_literals: bool = False) -> list[str]:
@@ -159,6 +165,17 @@ class HeaderSpec:
                           self.helper)
         passthrough = [var for _, var in self.from_env] + ([self.bearer_env] if self.bearer_env else [])
         return spec.flags(), env, passthrough
+
+
+def unexpanded(value: str) -> str | None:
+    """The first ``${VAR}`` / ``${env:VAR}`` reference left in ``value``, or None.
+
+    Claude Code and Cursor pass a reference to an unset variable on as written (CLIENTS.md §1,
+    §3); sent as a header it only earns a 401 that names nothing. The reference is the user's
+    own text, never a secret's value, so a message may show it.
+    """
+    m = _REF.search(value)
+    return m.group(0) if m else None
 
 
 def run_headers_helper(command: str, environ: Mapping[str, str], *, server: str, url: str,

@@ -30,7 +30,11 @@ def main(argv: list[str]) -> int:
         if rest or set(opts) - {"server", "url", "url-env", "header", "header-env", "bearer-env",
                                 "headers-helper", "transport", "log-level"}:
             raise ValueError("remote-relay takes --server NAME, --url/--url-env and the header flags only")
-        spec = remote_spec({k: v.split("\n") for k, v in opts.items()})
+        from synartesis.log import set_level
+        # quiet unless asked: whoever started the relay (undo, check, install) quotes its stderr
+        # beside the JSON-RPC error that already says what went wrong
+        set_level(opts.get("log-level", "silent"))
+        spec = remote_spec({k: v.split("\n") for k, v in opts.items() if k != "log-level"})
         if spec is None:
             raise ValueError("--url URL (or --url-env VAR) is required")
         upstream = open_remote(opts.get("server", "remote"), spec, os.environ)

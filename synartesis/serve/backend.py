@@ -73,30 +73,46 @@ class EngineBackend:
         options: the engine's options (timeouts, snapshot cap).
         protected: files no guarded call may write without approval (the policy cache).
         environ: the environment servers get (``env`` references expanded against it).
+        saga_hook: what rolls a run back in saga mode (``servers.NAME.saga`` or
+            ``serve --saga``): the CLI gives ``services.saga.rollback``, as the proxy's entry
+            point does; without one saga mode is off.
+        launch: ``launch(name) -> (command, args, env, cwd)``: how a session's server is
+            started (the CLI gives :func:`synartesis.services.serving.server_launcher`, which
+            adds the client entry's env as undo does); default: the policy's line, with its
+            ``env`` expanded against ``environ``.
     """
 
     def __init__(self, policy: Any, journal_path: Path, options: Any, protected: list[str] | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, saga_hook: Callable[..., str] | None = None,
+                 launch: Callable[[str], tuple[str, list[str], dict[str, str], str | None]] | None = None) -> None:
         self.policy, self.journal_path, self.options = policy, journal_path, options
         self.protected = list(protected or [])
         self.environ = dict(os.environ if environ is None else environ)
+        self.saga_hook = saga_hook
+        self.launch = launch or self._policy_launch
+
+    def _policy_launch(self, server: str) -> tuple[str, list[str], dict[str, str], str | None]:
+        from synartesis.expand import expand_env
+
+        spec = self.policy.servers[server]
+        env = dict(self.environ)
+        env.update({k: expand_env(v, self.environ) for k, v in spec.env.items()})
+        return spec.command, list(spec.args), env, spec.cwd
 
     def open(self, server: str, send: Callable[[bytes], None], ended: Callable[[], None]) -> _EngineSession:
         """Raises UpstreamError: the server's command cannot be started."""
-        from synartesis.expand import expand_env
         from synartesis.proxy.engine import Engine
         from synartesis.proxy.stdio import StdioUpstream
 
         spec = self.policy.servers.get(server)
         if spec is None or not spec.command:
             raise UpstreamError(f"{server} has no command in the policy")
-        env = dict(self.environ)
-        env.update({k: expand_env(v, self.environ) for k, v in spec.env.items()})
-        upstream = StdioUpstream.spawn(spec.command, list(spec.args), env=env, cwd=spec.cwd, capture_stderr=False,
+        command, args, env, cwd = self.launch(server)
+        upstream = StdioUpstream.spawn(command, args, env=env, cwd=cwd, capture_stderr=False,
                                        die_with_parent=True, label=server)
         engine = Engine(server, _Watched(upstream, ended), send, policy=self.policy, journal_path=self.journal_path,
                         options=self.options, launch={"command": spec.command, "args": list(spec.args),
                                                       "cwd": spec.cwd or os.getcwd()},
-                        protected=self.protected)
+                        protected=self.protected, saga_hook=self.saga_hook)
         engine.start()
         return _EngineSession(engine)

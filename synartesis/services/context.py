@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from synartesis.journal import Journal
-from synartesis.paths import Env, locate_journal, locate_policy
+from synartesis.paths import JOURNAL_ENV, Env, is_journal_url, locate_journal, locate_policy
 
 __all__ = ["Where", "where", "open_journal", "default_actor"]
 
@@ -22,10 +23,29 @@ class Where:
 
 
 def where(manifest: str | None = None, journal: str | None = None, env: Env | None = None) -> Where:
-    """Locate the policy and journal from ``--manifest``/``--journal`` and the environment."""
+    """Locate the policy and journal from ``--manifest``/``--journal``, the environment and the
+    policy's ``journal:`` key (as the proxy does)."""
     env = env or Env.current()
     policy = locate_policy(env, manifest)
-    return Where(policy, locate_journal(env, policy, journal))
+    named = None if journal or env.get(JOURNAL_ENV) else policy_journal(policy)
+    return Where(policy, locate_journal(env, policy, journal, named))
+
+
+def policy_journal(policy: Path) -> str | None:
+    """The policy's ``journal:`` value, or None (no such key, no policy, or one that does not
+    load: the proxy refuses those, and the journal beside it is the one to look at)."""
+    try:
+        raw = policy.read_bytes()
+    except OSError:
+        return None
+    if not re.search(rb"^journal\s*:", raw, re.M):  # spare the YAML parse for nearly every policy
+        return None
+    from synartesis.errors import PolicyError
+    from synartesis.policy.cache import load_policy_cached
+    try:
+        return load_policy_cached(policy, policy.parent).journal
+    except PolicyError:
+        return None
 
 
 def open_journal(manifest: str | None = None, journal: str | None = None, env: Env | None = None) -> Journal:
@@ -43,12 +63,21 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     return Journal.open(w.journal, create=False)
 
 
-def default_actor() -> str:
-    """Who is deciding or undoing: the OS user (``--by`` overrides)."""
+def default_actor(journal: object = None) -> str:
+    """Who is deciding or undoing: the OS user (``--by`` overrides); ``user@host`` when
+    ``journal`` is a team journal (a PostgreSQL URL, issue 14), where decisions come from many
+    machines."""
+    user = "unknown"
     for var in ("USER", "LOGNAME", "USERNAME"):
         if os.environ.get(var):
-            return os.environ[var]
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+            user = os.environ[var]
+            break
+    else:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            pass
+    if is_journal_url(journal):
+        from synartesis.journal.liveness import host_name
+        return f"{user}@{host_name()}"
+    return user

@@ -55,8 +55,9 @@ def _call_of(j: Journal, action_id: str | None, cache: dict[str, dict | None]) -
     return cache[action_id]
 
 
-def history(j: Journal, ref: str | None = None) -> list[HistoryEntry]:
-    """Every attempt and decision (of ``ref``, a run or session, when given), oldest first.
+def history(j: Journal, ref: str | None = None, by: str | None = None) -> list[HistoryEntry]:
+    """Every attempt and decision (of ``ref``, a run or session, when given; only those made by
+    ``by``, exactly as recorded, when given), oldest first.
 
     Raises:
         UsageError: ``ref`` matches nothing.
@@ -97,4 +98,4 @@ def history(j: Journal, ref: str | None = None) -> list[HistoryEntry]:
                                 call={"server": a.server, "tool": a.tool, "args": j.get_json(a.args_ref),
                                       "run": a.run_id, "seq": a.seq, "action": a.id},
                                 reason=a.decision_note if kind == "denied" else None, runs=[a.run_id]))
-    return sorted(out, key=lambda e: e.at)
+    return sorted((e for e in out if by is None or e.by == by), key=lambda e: e.at)

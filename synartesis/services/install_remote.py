@@ -82,8 +82,8 @@ def decide_remote(desc: ClientDescriptor, entry: ServerEntry, *, include_oauth: 
         return "blocked", why
     if spec.oauth and not include_oauth:
         return "oauth", ("signs in through the client (OAuth); not wrapped, since the client's own sign-in "
-                         "would stop applying: `synartesis install --include-oauth` wraps it, then "
-                         "`synartesis login NAME`")
+                         f"would stop applying: `synartesis install --include-oauth` wraps it, then "
+                         f"`synartesis login {entry.name}`")
     return "wrap", ""
 
 

@@ -111,11 +111,31 @@ def entry_env_of(origin: Mapping[str, Any], env: Env | None = None) -> dict[str,
     desc, entry = _entry(origin, env)
     if desc is None or entry is None:
         return None
-    raw = entry.value.get("env") if isinstance(entry.value, dict) else None
+    value = entry.value if isinstance(entry.value, dict) else {}
+    raw = value.get("env")
+    if raw is None and entry.command is None:
+        value = _as_wrapped_remote(desc, entry, value)
+        raw = value.get("env")
     if not isinstance(raw, dict):
         return {}
-    full = _client_env(entry.value, desc.expansion, env.environ, str(env.home))
+    full = _client_env(value, desc.expansion, env.environ, str(env.home))
     return {k: full[k] for k in raw if k in full}
+
+
+def _as_wrapped_remote(desc: Any, entry: Any, value: dict) -> dict:
+    """A remote entry that is no longer wrapped (after ``uninstall``), with the ``env`` its
+    wrapped form carried (``SYNARTESIS_HEADER_<n>``, ``SYNARTESIS_URL``): the relay a run of
+    it recorded reads its credentials from there, so its runs can still be undone."""
+    from synartesis.errors import UsageError
+    from synartesis.services.install_remote import remote_wrap
+
+    if not isinstance(value.get("url"), str):
+        return value
+    try:
+        wrap = remote_wrap(desc, entry, entry.name)
+    except UsageError:
+        return value
+    return {**value, "env": dict(wrap.env)} if wrap.env else value
 
 
 class ClientEntries:

@@ -23,7 +23,8 @@ from synartesis.remote.headers import (
 )
 from synartesis.remote.tokens import TokenStore
 
-__all__ = ["RemoteTarget", "SignInState", "find_remote", "proxy_remote_args", "sign_in", "sign_in_state", "sign_out"]
+__all__ = ["RemoteTarget", "SignInState", "find_remote", "placeholder_launch", "proxy_remote_args", "sign_in", "sign_in_state",
+           "sign_out"]
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,26 @@ def sign_in(env: Env, target: RemoteTarget, open_url: Callable[[str], None], *, 
     return asyncio.run(login(target.name, target.url, TokenStore(env), open_url=open_url, headers=headers,
                              client_id=target.client_id, client_secret=target.client_secret,
                              scopes=target.scopes, callback_port=target.callback_port or 0, timeout=timeout))
+
+
+def placeholder_launch(env: Env, name: str) -> list[str] | None:
+    """The launch line of ``name`` in the user policy when its rules are install's placeholder
+    (the server could not be started then, typically because it wanted a sign-in), else None.
+
+    What ``synartesis init NAME -- …`` needs to draft real rules now; references only, as the
+    policy keeps them. A missing or malformed policy is None: this is a hint, never an error.
+    """
+    from synartesis.paths import POLICY_FILENAME, synartesis_home
+    from synartesis.policy import load_policy
+
+    path = synartesis_home(env) / POLICY_FILENAME
+    try:
+        spec = load_policy(path).servers.get(name) if path.exists() else None
+    except Exception:  # noqa: BLE001 - a hint must not turn a good sign-in into an error
+        return None
+    if spec is None or not spec.command or not (spec.note or "").endswith("placeholder, server not started"):
+        return None
+    return [spec.command, *spec.args]
 
 
 def sign_out(env: Env, name: str) -> bool:

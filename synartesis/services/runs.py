@@ -48,7 +48,7 @@ def run_summary(run: RunRow) -> dict:
             "statusText": run.shown_status, "unverified": run.unverified, "stale": run.stale,
             "note": run.end_note or ("its proxy is gone; it is closed on the next write to the journal" if run.stale else None),
             "servers": sorted(run.servers), "actions": run.actions, "unknown": run.unknown,
-            "held": run.counts.get("gated", 0)}
+            "held": run.counts.get("gated", 0), "host": run.host}
 
 
 def action_view(j: Journal, a: ActionRow, full: bool = False) -> ActionView:

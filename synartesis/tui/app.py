@@ -26,6 +26,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from synartesis.errors import SynartesisError
+from synartesis.paths import journal_location
 from synartesis.journal import RunRow
 from synartesis.services.runs import ActionView
 from synartesis.services.sessions import SessionView
@@ -104,7 +105,7 @@ class ConsoleApp(App[None]):
     def __init__(self, journal_path: Path, policy_path: Path, by: str, poll: float = 0.5,
                  clients: Callable[[], Any] | None = None) -> None:
         super().__init__()
-        self.target = jobs.Target(Path(journal_path), Path(policy_path), by)
+        self.target = jobs.Target(journal_location(journal_path), Path(policy_path), by)
         self.poll = poll
         self.clients_loader = clients or _collect_clients
         self.data = ConsoleData(self.target.journal, policy=self.target.policy)

@@ -228,9 +228,9 @@ def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
         t, skipped, live = pick_session(j, allow_live=opts.force)
         if t is None:
             if live:
-                raise ConflictError("the only sessions with something to undo are still active: "
-                                    + "; ".join(x.name for x in live[:3])
-                                    + ". Stop the agent first, or name the session and add --force")
+                raise ConflictError(f"the newest session with something to undo is still active: {live[0].name}; "
+                                    "its agent may still be writing, so nothing older is undone in its place. Stop "
+                                    f"the agent first, or undo it anyway: synartesis undo {live[0].id[:10]} --force")
             return UndoReport(run="", dry_run=opts.dry_run, status="nothing", skipped=skipped,
                               message="nothing can be undone: no session has anything left to undo")
     if (opts.to is not None or opts.only is not None) and t.kind != "run":
@@ -431,6 +431,9 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         if a.cls != "readonly":
             by_run.setdefault(a.run_id, []).append(a)
     touched = {s.run for s in report.steps}
+    if not any(s.kind in ("revert", "overwrite") or (s.kind == "already-reverted" and s.reason != "already rolled back")
+               for s in report.steps):
+        touched = set()  # this attempt put nothing back (all undone before): it reports nothing, not rolled_back
     statuses: dict[str, str] = {}
     total_unverified = 0
     for rid, acts in by_run.items():

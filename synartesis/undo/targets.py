@@ -2,8 +2,9 @@
 
 ``undo SESSION`` and bare ``undo`` speak sessions; ``undo RUN`` one run. Bare ``undo`` picks the
 newest session that has something to undo (issue 10 item 2): sessions with nothing left are
-skipped and named, a session whose agent is still running is skipped (name it and add
-``--force``), and when nothing is left anywhere the caller is told so.
+skipped and named; when that newest session's agent is still running, nothing older is taken in
+its place (the caller refuses, naming it: stop the agent, or name it and add ``--force``); and
+when nothing is left anywhere the caller is told so.
 """
 
 from __future__ import annotations
@@ -100,8 +101,11 @@ def newest_target(j: Journal) -> Target:
 def pick_session(j: Journal, *, allow_live: bool = False) -> tuple[Target | None, list[str], list[Target]]:
     """The newest session with something to undo, for bare ``undo``.
 
-    Returns (target or None, what was skipped and why, sessions skipped because they are live).
-    A session with a live run is skipped unless ``allow_live`` (``--force``).
+    Returns (target or None, what was skipped and why, the live session that stopped the pick).
+    When the newest session with something to undo has a live run, the pick stops there with no
+    target unless ``allow_live`` (``--force``): undoing an older session in its place would undo
+    what the person did not mean (a long-lived client such as Claude Code keeps its session
+    live all day) and could overwrite what the running agent is writing.
     """
     work = j.undoable_counts()
     skipped: list[str] = []
@@ -114,8 +118,7 @@ def pick_session(j: Journal, *, allow_live: bool = False) -> tuple[Target | None
         t = _session_target(j, s)
         if t.live_runs and not allow_live:
             live.append(t)
-            skipped.append(f"{t.name}: still active (its agent may still be writing; name it and add --force)")
-            continue
+            return None, skipped, live
         n = work[s.id]
         t.picked = (f"the newest session with something to undo: {n} action{'s' if n != 1 else ''} "
                     f"across {len(t.runs)} run{'s' if len(t.runs) != 1 else ''}")

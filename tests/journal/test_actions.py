@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from synartesis.journal import Journal
 
 
-def _journal(tmp_path):
-    return Journal.open(tmp_path / "j" / "journal.db", create=True)
 
 
-def test_actions_of_several_runs_interleave_in_journal_wide_order(tmp_path):
-    j = _journal(tmp_path)
+def test_actions_of_several_runs_interleave_in_journal_wide_order(new_journal):
+    j = new_journal()
     a, b = j.begin_run("t", {}), j.begin_run("t", {})
     order = []
     for n in range(3):
@@ -29,8 +26,8 @@ def test_actions_of_several_runs_interleave_in_journal_wide_order(tmp_path):
     assert [x.seq for x in j.actions(a)] == [1, 2, 3, 4]  # the run's own order is unchanged
 
 
-def test_the_journal_wide_order_survives_pruning(tmp_path):
-    j = _journal(tmp_path)
+def test_the_journal_wide_order_survives_pruning(new_journal):
+    j = new_journal()
     a = j.begin_run("t", {})
     top = j.record_action(a, "s", "t", "readonly", None, {}).gseq
     j.end_run(a)
@@ -45,8 +42,8 @@ def test_the_journal_wide_order_survives_pruning(tmp_path):
     ("unreadable", "unknown", "could not be read again"),
     (None, "unknown", "no read could tell"),
 ])
-def test_an_error_after_a_write_is_settled_by_reading_again(tmp_path, reread, status, words):
-    j = _journal(tmp_path)
+def test_an_error_after_a_write_is_settled_by_reading_again(new_journal, reread, status, words):
+    j = new_journal()
     run = j.begin_run("t", {})
     a = j.record_action(run, "crm", "update_customer", "reversible", None, {"id": "c1"}, prior="captured",
                         snapshot={"plan": "pro"}, verify={"server": "crm", "tool": "get", "args": {"id": "c1"}})
@@ -62,8 +59,8 @@ def test_an_error_after_a_write_is_settled_by_reading_again(tmp_path, reread, st
     assert j.audit(run).ok
 
 
-def test_a_redo_reapplies_in_place_and_the_chain_follows(tmp_path):
-    j = _journal(tmp_path)
+def test_a_redo_reapplies_in_place_and_the_chain_follows(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     a = j.record_action(run, "s", "put", "reversible", None, {"k": 1})
     j.mark_applied(a.id, result={"v": 1}, inverse=[{"server": "s", "tool": "put", "args": {"k": 0}}], verify=None,

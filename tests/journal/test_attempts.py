@@ -9,12 +9,9 @@ import helpers
 from synartesis.journal import Journal
 
 
-def _journal(tmp_path):
-    return Journal.open(tmp_path / "j" / "journal.db", create=True)
 
-
-def test_a_second_attempt_on_a_run_is_refused_while_the_first_lives(tmp_path):
-    j = _journal(tmp_path)
+def test_a_second_attempt_on_a_run_is_refused_while_the_first_lives(new_journal):
+    j = new_journal()
     a, b, c = (j.begin_run("t", {}) for _ in range(3))
     first = j.begin_attempt([a, b], "ana", "undo", {"session": "s-1"})
     assert first is not None and set(first.rows) == {a, b}
@@ -27,8 +24,8 @@ def test_a_second_attempt_on_a_run_is_refused_while_the_first_lives(tmp_path):
     assert all(u.scope == {"session": "s-1"} and u.kind == "undo" for u in rows)
 
 
-def test_an_attempt_whose_process_is_gone_is_abandoned_and_taken_over(tmp_path):
-    j = _journal(tmp_path)
+def test_an_attempt_whose_process_is_gone_is_abandoned_and_taken_over(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     code = ("import sys; from synartesis.journal import Journal; "
             "Journal.open(sys.argv[1]).begin_attempt([sys.argv[2]], 'crashed')")

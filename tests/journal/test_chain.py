@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from synartesis.journal import Journal, RunOrigin
+from synartesis.journal import RunOrigin
 
 
-def _journal(tmp_path):
-    return Journal.open(tmp_path / "j" / "journal.db", create=True)
 
-
-def test_audit_finds_edits_deletions_and_truncation(tmp_path):
-    j = _journal(tmp_path)
+def test_audit_finds_edits_deletions_and_truncation(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     ids = [j.record_action(run, "s", "t", "readonly", None, {"n": n}).id for n in range(4)]
     assert j.audit(run).ok
@@ -22,7 +19,7 @@ def test_audit_finds_edits_deletions_and_truncation(tmp_path):
     assert any("edited afterwards" in p for p in j.audit(run).problems)
     j.conn.execute("DELETE FROM actions WHERE id = ?", (ids[2],))
     assert any("removed afterwards" in p for p in j.audit(run).problems)
-    j2 = _journal(tmp_path / "b")
+    j2 = new_journal()
     run2 = j2.begin_run("t", {})
     for n in range(3):
         j2.record_action(run2, "s", "t", "readonly", None, {"n": n})
@@ -34,8 +31,8 @@ def test_audit_finds_edits_deletions_and_truncation(tmp_path):
     assert any("newest events" in p or "no recorded history" in p or "differs" in p for p in j2.audit(run2).problems)
 
 
-def test_audit_finds_altered_payloads_launch_lines_and_origins(tmp_path):
-    j = _journal(tmp_path)
+def test_audit_finds_altered_payloads_launch_lines_and_origins(new_journal):
+    j = new_journal()
     origin = RunOrigin(pid=4242, started="linux:x:1", host="here", client_pid=4000, client_started="linux:x:0")
     run = j.begin_run("t", {"fs": {"command": "node", "args": ["server.js"]}}, origin=origin)
     text = "content long enough to be stored as a blob of its own. " * 100
@@ -50,8 +47,8 @@ def test_audit_finds_altered_payloads_launch_lines_and_origins(tmp_path):
     assert any("origin" in p for p in j.audit(run).problems)
 
 
-def test_undo_attempts_are_chained_in_each_run_they_touch(tmp_path):
-    j = _journal(tmp_path)
+def test_undo_attempts_are_chained_in_each_run_they_touch(new_journal):
+    j = new_journal()
     a, b = j.begin_run("t", {}), j.begin_run("t", {})
     attempt = j.begin_attempt([a, b], "ana", "undo", {"session": "s-x"})
     j.attempt_step(attempt, a, {"action": None, "seq": 1, "kind": "skip"})

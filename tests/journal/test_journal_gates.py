@@ -5,12 +5,9 @@ from __future__ import annotations
 from synartesis.journal import Journal
 
 
-def _journal(tmp_path):
-    return Journal.open(tmp_path / "j" / "journal.db", create=True)
 
-
-def test_two_deciders_resolve_one_way(tmp_path):
-    j = _journal(tmp_path)
+def test_two_deciders_resolve_one_way(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     held, _ = j.hold(run, "s", "t", "irreversible", None, {"a": 1}, "why")
     other = Journal.open(j.path)
@@ -19,8 +16,8 @@ def test_two_deciders_resolve_one_way(tmp_path):
     assert other.get_action(held.id).decided_by == "ana"
 
 
-def test_a_retry_reuses_the_waiting_row_and_an_approval_is_spent_once(tmp_path):
-    j = _journal(tmp_path)
+def test_a_retry_reuses_the_waiting_row_and_an_approval_is_spent_once(new_journal):
+    j = new_journal()
     a, b = j.begin_run("t", {}), j.begin_run("t", {})
     held, reused = j.hold(a, "s", "send", "irreversible", None, {"to": "x"}, "why")
     again, reused2 = j.hold(b, "s", "send", "irreversible", None, {"to": "x"}, "why")
@@ -32,8 +29,8 @@ def test_a_retry_reuses_the_waiting_row_and_an_approval_is_spent_once(tmp_path):
     assert j.get_action(held.id).label == "used"
 
 
-def test_decisions_are_read_from_the_chain(tmp_path):
-    j = _journal(tmp_path)
+def test_decisions_are_read_from_the_chain(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     yes, _ = j.hold(run, "s", "a", "irreversible", None, {}, "why")
     no, _ = j.hold(run, "s", "b", "irreversible", None, {}, "why")

@@ -6,6 +6,7 @@ import os
 import sys
 
 import helpers
+import pytest
 
 from synartesis.journal.liveness import (
     client_process,
@@ -50,3 +51,20 @@ def test_a_child_sees_its_launcher_through_shell_wrappers():
                           text=True, check=True).stdout.split()
     assert direct == wrapped == [str(os.getpid()), start_token(os.getpid())]
     assert client_process().pid == os.getppid()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="zombies are read from /proc")
+def test_a_killed_proxy_its_client_has_not_reaped_yet_is_gone(tmp_path):
+    import signal
+    import time
+
+    child = helpers.spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    token = start_token(child.pid)
+    assert process_state(child.pid, token) == "live"
+    os.kill(child.pid, signal.SIGKILL)  # and not waited for: its pid stays taken (a zombie)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process_state(child.pid, token) != "gone":
+        time.sleep(0.02)
+    assert pid_alive(child.pid)  # the pid still answers signal 0 ...
+    assert process_state(child.pid, token) == "gone"  # ... but the proxy is gone
+    child.wait()

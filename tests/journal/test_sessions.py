@@ -12,17 +12,14 @@ from synartesis.journal import Journal, RunOrigin
 from synartesis.journal.liveness import host_name, start_token
 
 
-def _journal(tmp_path):
-    return Journal.open(tmp_path / "j" / "journal.db", create=True)
-
 
 def _origin(client_pid=4000, client_started="linux:boot:100", session=None, pid=None, started=None):
     return RunOrigin(pid=pid or os.getpid(), started=started or start_token(os.getpid()), host=host_name(),
                      client_pid=client_pid, client_started=client_started, session=session)
 
 
-def test_runs_of_one_client_process_form_one_session(tmp_path):
-    j = _journal(tmp_path)
+def test_runs_of_one_client_process_form_one_session(new_journal):
+    j = new_journal()
     a = j.begin_run("claude-code", {"files": {}}, origin=_origin())
     b = j.begin_run("claude-code", {"memory": {}}, origin=_origin())
     other = j.begin_run("cursor", {"files": {}}, origin=_origin(client_pid=4001))
@@ -33,10 +30,12 @@ def test_runs_of_one_client_process_form_one_session(tmp_path):
     s = j.get_session(sessions[a])
     assert (s.kind, s.client, s.client_pid) == ("client", "claude-code", 4000)
     assert [r.id for r in j.session_runs(s.id)] == [b, a]
+    listed = {x.id: x.last_at for x in j.list_sessions()}
+    assert s.last_at == j.find_session(s.id[:8]).last_at == listed[s.id] is not None  # show says what list says
 
 
-def test_an_explicit_session_wins_over_the_client_process(tmp_path):
-    j = _journal(tmp_path)
+def test_an_explicit_session_wins_over_the_client_process(new_journal):
+    j = new_journal()
     a = j.begin_run("desktop", {}, origin=_origin(session="conversation-1"))
     b = j.begin_run("desktop", {}, origin=_origin(client_pid=5555, session="conversation-1"))
     c = j.begin_run("desktop", {}, origin=_origin(session="conversation-2"))
@@ -47,16 +46,16 @@ def test_an_explicit_session_wins_over_the_client_process(tmp_path):
     assert j.find_session(runs[a][:6]).id == runs[a]
 
 
-def test_a_run_with_no_parent_to_group_by_is_a_session_of_its_own(tmp_path):
-    j = _journal(tmp_path)
+def test_a_run_with_no_parent_to_group_by_is_a_session_of_its_own(new_journal):
+    j = new_journal()
     a = j.begin_run("x", {}, origin=_origin(client_pid=None, client_started=None))
     b = j.begin_run("x", {}, origin=_origin(client_pid=None, client_started=None))
     runs = {r.id: r.session_id for r in j.list_runs()}
     assert runs[a] != runs[b] and all(s.kind == "run" for s in j.list_sessions())
 
 
-def test_the_proxy_records_its_client_process_and_the_environment_session(tmp_path):
-    journal = tmp_path / "journal.db"
+def test_the_proxy_records_its_client_process_and_the_environment_session(journal_at):
+    journal = journal_at()
     code = ("import sys; from synartesis.journal import Journal; j = Journal.open(sys.argv[1], create=True); "
             "print(j.begin_run('t', {}))")
     # two 'proxies' started by this process, one through `sh -c`: both belong to it
@@ -75,8 +74,8 @@ def test_the_proxy_records_its_client_process_and_the_environment_session(tmp_pa
         assert one.proxy_started and one.stale  # those proxies have exited
 
 
-def test_end_and_close_turn_pending_calls_into_unknown(tmp_path):
-    j = _journal(tmp_path)
+def test_end_and_close_turn_pending_calls_into_unknown(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     j.record_action(run, "s", "w", "reversible", None, {})
     assert j.end_run(run)
@@ -89,8 +88,8 @@ def test_end_and_close_turn_pending_calls_into_unknown(tmp_path):
     assert j.audit(run).ok and j.audit(other).ok
 
 
-def test_end_run_never_overwrites_an_undo_status(tmp_path):
-    j = _journal(tmp_path)
+def test_end_run_never_overwrites_an_undo_status(new_journal):
+    j = new_journal()
     run = j.begin_run("t", {})
     j.set_run_status(run, "compensated", 2)
     assert not j.end_run(run)
@@ -98,8 +97,8 @@ def test_end_run_never_overwrites_an_undo_status(tmp_path):
     assert (r.status, r.unverified, r.shown_status) == ("compensated", 2, "compensated (unverified: 2)")
 
 
-def test_a_cli_connection_closes_runs_whose_proxy_is_gone_on_its_first_write(tmp_path):
-    proxy = _journal(tmp_path)
+def test_a_cli_connection_closes_runs_whose_proxy_is_gone_on_its_first_write(new_journal):
+    proxy = new_journal()
     dead = helpers.spawn([sys.executable, "-c", "pass"])
     dead.wait()
     gone = proxy.begin_run("t", {}, origin=_origin(pid=dead.pid, started="linux:boot:1"))

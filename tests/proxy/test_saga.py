@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal, text_of
+from helpers import FAKE_BLIND_POLICY, RawSession, cli, kv_proxy, open_journal, text_of
 
 from synartesis.demo.crm_server import SEED, dump_store
 from synartesis.services.demo import demo_policy_text
@@ -100,13 +100,7 @@ def test_an_error_after_a_write_is_settled_by_reading_the_resource_again(tmp_pat
 
 
 def test_an_error_after_a_write_with_no_read_is_of_unknown_outcome_and_undo_halts(tmp_path):
-    blind = FAKE_POLICY.replace('''  - match: "kv.put"
-    class: reversible
-    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
-    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''  - match: "kv.put"
-    class: compensable
-    inverse: {tool: kv.put, args: {key: "$.key", value: "v0"}}''')
-    manifest, journal, state, argv = kv_proxy(tmp_path, policy=blind)
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=FAKE_BLIND_POLICY)
     with RawSession(argv, env=dict(os.environ, FAKE_ERROR_AFTER_PUT="x")) as s:
         s.handshake()
         assert s.call(1, "put", {"key": "k0", "value": "x"})["isError"]

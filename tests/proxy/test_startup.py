@@ -6,23 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
-from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, open_journal, proxy_argv
+from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, imported_modules, open_journal, proxy_argv
 
-HEAVY = ("yaml", "asyncio", "uuid", "secrets", "typer", "rich", "pydantic", "mcp", "httpx", "sqlite3")
+HEAVY = ("yaml", "asyncio", "uuid", "secrets", "typer", "rich", "pydantic", "mcp", "httpx", "sqlite3", "psycopg")
 
 
 def _imports(argv: list[str], frames: bytes) -> set[str]:
-    """Top-level modules the proxy imported before it exited (python -X importtime)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], input=frames, capture_output=True,
-                          timeout=60)
-    names = set()
-    for line in done.stderr.decode().splitlines():
-        if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
-    return names
+    return imported_modules(argv, frames)
 
 
 def test_a_warm_start_imports_nothing_heavy_before_the_first_call(tmp_path):

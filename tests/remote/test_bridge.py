@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -64,7 +65,8 @@ SCRIPT = [
 
 
 async def _script(read, write, received: list) -> list:
-    from mcp import ClientSession
+    """[what the SDK made of each answer, every answer's JSON as it came off the transport]."""
+    import anyio
     from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
 
     async def sampling(ctx, params):
@@ -82,6 +84,28 @@ async def _script(read, write, received: list) -> list:
     async def logging_cb(params):
         received.append("log")
 
+    wire: list = []  # every answer as it came off the transport, before the SDK's models drop anything
+    tap_send, tap_read = anyio.create_memory_object_stream(1000)
+
+    async def tap() -> None:
+        async with tap_send:
+            async for item in read:
+                message = getattr(item, "message", None)
+                if message is not None and hasattr(message, "result"):
+                    wire.append(message.model_dump(mode="json", by_alias=True))
+                elif message is not None and hasattr(message, "error"):
+                    wire.append(message.model_dump(mode="json", by_alias=True, exclude_none=True))
+                await tap_send.send(item)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tap)
+        out = await _session(tap_read, write, sampling, elicit, roots, logging_cb, received)
+        tg.cancel_scope.cancel()
+    return [out, wire]
+
+
+async def _session(read, write, sampling, elicit, roots, logging_cb, received: list) -> list:
+    from mcp import ClientSession
     out = []
     async with ClientSession(read, write, sampling_callback=sampling, elicitation_callback=elicit,
                              list_roots_callback=roots, logging_callback=logging_cb) as session:
@@ -145,7 +169,14 @@ def test_a_scripted_session_is_the_same_direct_and_through_the_bridge(tmp_path):
 
         a, a_seen = run_async(direct(), 120)
         b, b_seen = run_async(bridged(), 120)
-        assert a == b
+        assert a[0] == b[0]  # what the SDK made of each answer
+        # and every answer's JSON, key for key: the proxy adds its guidance before the server's
+        # instructions (as over stdio), and server-everything names its own session in one text
+        direct_init, bridged_init = a[1][0]["result"], b[1][0]["result"]
+        assert bridged_init.pop("instructions").endswith(direct_init.pop("instructions"))
+        uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        wire_a, wire_b = (uuid.sub("UUID", json.dumps(w, sort_keys=True)) for w in (a[1], b[1]))
+        assert len(a[1]) >= len(SCRIPT) + 5 and wire_a == wire_b
         assert {"sampling", "elicitation", "roots", "log"} <= set(a_seen) and set(a_seen) == set(b_seen)
     finally:
         server.stop()
@@ -246,3 +277,92 @@ def test_an_unset_header_variable_or_url_is_a_clear_usage_error(tmp_path):
                                   str(journal), *flags), text=True, timeout=60, env=env)
         assert out.returncode == 2 and why in out.stderr and "Traceback" not in out.stderr
 
+
+
+# -- saga mode through the bridge ----------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["policy", "flag"])
+def test_saga_mode_rolls_a_remote_run_back_before_the_error_reaches_the_agent(tmp_path, crm, how):
+    server, store = crm
+    original = store.read_bytes()
+    policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
+    text = policy.read_text(encoding="utf-8")
+    if how == "policy":  # servers.crm.saga: true
+        text, n = re.subn(r"(?m)^(  crm:\n)", r"\1    saga: true\n", text, count=1)
+        assert n == 1
+        policy.write_text(text, encoding="utf-8")
+    flags = ["--bearer-env", "CRM_KEY", *(["--saga"] if how == "flag" else [])]
+    env = dict(os.environ, CRM_KEY=TOKEN)
+    with RawSession(bridge_argv("crm", server.url, policy, journal, *flags), env=env) as s:
+        s.handshake()
+        assert not s.call(1, "create_customer", {"name": "Katherine Johnson", "plan": "pro"}).get("isError")
+        assert not s.call(2, "update_customer", {"id": "c_001", "plan": "free"}).get("isError")
+        failed = s.call(3, "update_customer", {"id": "c_002", "plan": "platinum"})
+        after = s.call(4, "get_customer", {"id": "c_001"})
+        s.close()
+    assert failed["isError"] and failed["content"][0]["text"].startswith("invalid plan 'platinum'")
+    assert "rolled back" in json.dumps(failed).lower()
+    assert store.read_bytes() == original  # put back over HTTP before the agent heard of the error
+    assert json.loads(after["content"][0]["text"])["plan"] == SEED["c_001"]["plan"]
+    with open_journal(journal) as j:
+        (run,) = j.list_runs()
+        assert [(a.tool, a.status) for a in j.actions(run.id)][:3] == [
+            ("create_customer", "rolled_back"), ("update_customer", "rolled_back"), ("update_customer", "failed")]
+        (saga,) = j.undos(run.id)
+        assert (saga.kind, saga.status) == ("saga", "compensated")
+
+
+# -- the command line reaches the remote server through remote-relay -------------------------------
+
+def test_check_pin_init_and_show_live_reach_a_remote_server_through_the_relay(tmp_path, crm):
+    server, store = crm
+    relay = synartesis_argv("remote-relay", "--server", "crm", "--url", server.url, "--bearer-env", "CRM_KEY")
+    policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
+    text, n = re.subn(r"(?m)^    command:.*\n    args:.*$",
+                      f"    command: {json.dumps(relay[0])}\n    args: {json.dumps(relay[1:])}",
+                      policy.read_text(encoding="utf-8"), count=1)
+    assert n == 1
+    policy.write_text(text, encoding="utf-8")
+    env = dict(os.environ, CRM_KEY=TOKEN)
+    where = ["--manifest", str(policy)]
+    checked = cli("check", "--server", "crm", *where, env=env)
+    assert checked.returncode == 0 and "toy-crm 0.1.0, 7 tools advertised" in checked.stdout, checked.stdout
+    pinned = cli("pin", "--server", "crm", *where, env=env)
+    assert pinned.returncode == 0 and pinned.stdout.count('"sha256:') == 7, pinned.stdout
+    made = cli("init", "crm2", "--manifest", str(tmp_path / "p2.yaml"), "--", *relay, env=env)
+    assert made.returncode == 0 and "Recognised as crm" in made.stdout, made.stdout + made.stderr
+    hint = f"--manifest {tmp_path / 'p2.yaml'} --url {server.url} --bearer-env CRM_KEY"  # the bridge, not a relay in a proxy
+    assert "".join(hint.split()) in "".join(made.stdout.split()), made.stdout
+    with RawSession(bridge_argv("crm", server.url, policy, journal, "--bearer-env", "CRM_KEY"), env=env) as s:
+        s.handshake()
+        assert not s.call(1, "update_customer", {"id": "c_001", "plan": "free"}).get("isError")
+        s.close()
+    live = cli("show", "--live", *where, "--journal", str(journal), env=env)
+    assert live.returncode == 0 and "still as this run left it" in live.stdout, live.stdout + live.stderr
+    assert not [o for o in (checked, pinned, made, live) if TOKEN in o.stdout + o.stderr]
+
+
+def test_a_headers_helper_signs_the_bridge_in_and_is_run_again_after_a_401(tmp_path, crm):
+    """Claude Code's ``headersHelper``: run through the shell with the server's name and URL at
+    connect; its first token here is stale, the server says 401, and the helper's second answer
+    is used for the same request."""
+    server, store = crm
+    count = tmp_path / "runs"
+    helper = tmp_path / "helper.sh"
+    helper.write_text("#!/bin/sh\n"
+                      f'n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}\n'
+                      '[ "$CLAUDE_CODE_MCP_SERVER_NAME" = crm ] || exit 3\n'
+                      f'if [ "$n" = 0 ]; then t=stale; else t={TOKEN}; fi\n'
+                      'printf \'{"Authorization": "Bearer %s"}\' "$t"\n')
+    helper.chmod(0o755)
+    policy, journal = crm_policy(tmp_path), tmp_path / "journal.db"
+    with RawSession(bridge_argv("crm", server.url, policy, journal, "--headers-helper", str(helper))) as s:
+        assert s.handshake()["result"]["serverInfo"]["name"] == "toy-crm"
+        assert not s.call(2, "update_customer", {"id": "c_001", "plan": "free"}).get("isError")
+        s.close()
+    assert count.read_text().strip() == "2"  # at connect, then once after the 401
+    assert json.loads(store.read_text())["customers"]["c_001"]["plan"] == "free"
+    with open_journal(journal) as j:
+        (run,) = j.list_runs()
+        line = run.servers["crm"]
+    assert "--headers-helper" in line["args"] and TOKEN not in json.dumps(line)

@@ -75,3 +75,12 @@ def test_parse_header_rejects_what_is_not_a_header():
     for bad in ("no colon", "bad name: v", ": v"):
         with pytest.raises(UsageError):
             parse_header(bad)
+
+
+def test_a_reference_the_client_left_unexpanded_is_named_not_sent():
+    spec = HeaderSpec(from_env=(("Authorization", "SYNARTESIS_HEADER_1"),))
+    for left in ("Bearer ${CRM_TOKEN}", "Bearer ${env:CRM_TOKEN}"):
+        with pytest.raises(UsageError) as err:
+            spec.resolve({"SYNARTESIS_HEADER_1": left})
+        assert left.split()[1] in err.value.message and "not set" in err.value.message
+    assert spec.resolve({"SYNARTESIS_HEADER_1": "Bearer abc$"}) == {"authorization": "Bearer abc$"}

@@ -11,6 +11,7 @@ import os
 import queue
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -45,9 +46,11 @@ def click(auth_url: str) -> int:
         return browser.get(r.headers["location"]).status_code
 
 
-def login(url: str, name: str = "notes") -> subprocess.CompletedProcess:
-    """`synartesis login NAME --url URL --no-browser`, with the person clicking the URL it prints."""
-    proc = spawn(synartesis_argv("login", name, "--url", url, "--no-browser", "--timeout", "60"),
+def login(url: str | None, name: str = "notes") -> subprocess.CompletedProcess:
+    """`synartesis login NAME --url URL --no-browser` (without ``url``: NAME is found in the client
+    configs), with the person clicking the URL it prints."""
+    where = ["--url", url] if url else []
+    proc = spawn(synartesis_argv("login", name, *where, "--no-browser", "--timeout", "60"),
                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lines: queue.Queue = queue.Queue()
@@ -253,5 +256,70 @@ def test_the_bridge_without_a_sign_in_fails_its_handshake_naming_login_then_work
         blobs = [stderr.encode(), (tmp_path / "journal.db").read_bytes()]
         blobs += [p.read_bytes() for p in tmp_path.glob("journal.db-*")]
         assert not [t for t in secrets for b in blobs if t.encode() in b]
+        # and nowhere under HOME ($SYNARTESIS_HOME, the policy cache, configs) but the token store
+        home = Path(os.environ["HOME"])
+        leaks = [str(p) for p in home.rglob("*") if p.is_file() and p != store.path("notes")
+                 for t in secrets if t.encode() in p.read_bytes()]
+        assert not leaks, leaks
+    finally:
+        server.stop()
+
+
+
+def test_an_oauth_server_installed_before_its_sign_in_is_drafted_from_its_tools_after_it(issued, tmp_path):
+    """install --include-oauth cannot list the tools of a server that wants a sign-in: it says so
+    and writes a placeholder that holds every call; `login` then names the `init` that drafts
+    real rules, which reaches the server through the relay with the stored sign-in."""
+    import shlex
+
+    from installkit import make_env, place
+    from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+    server = start(issued)
+    try:
+        home = Path(os.environ["HOME"])
+        place(home, "claude-code", json.dumps({"mcpServers": {"notes": {"type": "http", "url": server.url}}}))
+        env = make_env(home)
+        proxy = str(Path(sys.executable).parent / "synartesis")
+        plan = plan_install(env, InstallOptions(client="claude-code", proxy_path=proxy, system_root=tmp_path / "s",
+                                                include_oauth=True, start=True, timeout=60))
+        (err,) = plan.start_errors.values()
+        assert "synartesis login notes" in str(err) and '{"ts"' not in str(err)  # the relay's log is quiet
+        assert plan.logins == ["synartesis login notes"] and apply_install(env, plan).ok
+        done = login(None)  # found in ~/.claude.json
+        assert done.returncode == 0, done.stderr
+        hint = done.stdout.split("draft rules from its tools now with:")[1].strip().splitlines()[0]
+        argv = shlex.split(hint)
+        assert argv[:4] == ["synartesis", "init", "notes", "--"] and "remote-relay" in argv
+        made = run(synartesis_argv(*argv[1:]), text=True, timeout=120)
+        assert made.returncode == 0 and "from its 3 advertised tool(s)" in made.stdout, made.stdout + made.stderr
+        policy = (home / ".synartesis" / "synartesis.yaml").read_text()
+        assert '"notes.add_note"' in policy and '"notes.whoami"' in policy
+        assert not [t for t in (json.loads(x)["token"] for x in issued.read_text().splitlines()) if t in policy]
+    finally:
+        server.stop()
+
+
+def test_an_oauth_server_signed_in_before_install_is_drafted_fail_closed_from_its_tools(issued, tmp_path):
+    """An unknown remote server: install reaches it through remote-relay with the stored sign-in
+    and drafts every advertised tool as held (no shipped policy knows oauth-notes)."""
+    from installkit import make_env, place
+    from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+    server = start(issued)
+    try:
+        home = Path(os.environ["HOME"])
+        place(home, "claude-code", json.dumps({"mcpServers": {"notes": {"type": "http", "url": server.url}}}))
+        assert login(None).returncode == 0  # the entry is not wrapped yet: found by name all the same
+        env = make_env(home)
+        plan = plan_install(env, InstallOptions(client="claude-code", proxy_path=str(Path(sys.executable).parent /
+                                                                                       "synartesis"),
+                                                system_root=tmp_path / "s", include_oauth=True, start=True, timeout=60))
+        assert not plan.start_errors, plan.start_errors
+        (p,) = plan.policy_plans
+        assert (p.source, p.policy_id, p.todo_count) == ("drafted", None, 3), p
+        assert apply_install(env, plan).ok
+        policy = (home / ".synartesis" / "synartesis.yaml").read_text()
+        assert policy.count('gate: "always"') == 3 and '"notes.add_note"' in policy
     finally:
         server.stop()

@@ -236,3 +236,92 @@ def test_sigterm_drains_every_call_is_answered_or_unknown(tmp_path):
                           if a.tool == "trigger-long-running-operation")
         assert {r.status for r in j.list_runs()} == {"complete"}
     assert statuses == ["applied", "applied", "unknown", "unknown"], statuses
+
+
+def test_saga_mode_rolls_a_session_back_through_serve(tmp_path):
+    policy, store = crm_setup(tmp_path)
+    text = policy.read_text(encoding="utf-8")
+    policy.write_text(text.replace("\n  crm:\n", "\n  crm:\n    saga: true\n", 1), encoding="utf-8")
+    assert "    saga: true\n" in policy.read_text(encoding="utf-8")
+    original = store.read_bytes()
+    s = Serve(policy)
+    try:
+        async def calls(session):
+            made = await session.call_tool("create_customer", {"name": "Katherine Johnson", "plan": "pro"})
+            upd = await session.call_tool("update_customer", {"id": "c_001", "plan": "free"})
+            failed = await session.call_tool("update_customer", {"id": "c_002", "plan": "platinum"})
+            return made, upd, failed
+        made, upd, failed = sdk(s.url("crm"), s.token, calls)
+    finally:
+        s.stop()
+    assert not made.is_error and not upd.is_error and failed.is_error
+    told = " ".join(b.text for b in failed.content)
+    assert told.startswith("invalid plan 'platinum'") and "saga mode" in told
+    assert store.read_bytes() == original  # both earlier changes put back before the answer
+    with open_journal(tmp_path / "journal.db") as j:
+        (run,) = j.list_runs()
+        assert [a.status for a in j.actions(run.id)][:3] == ["rolled_back", "rolled_back", "failed"]
+
+
+def test_show_token_prints_the_token_made_on_first_use_and_off_loopback_serve_warns(tmp_path):
+    import stat
+    path = Path(os.environ["SYNARTESIS_HOME"]) / "serve-token"
+    assert not path.exists()
+    token = _token()  # made on first use
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text().strip() == token
+    assert len(token) >= 43 and _token() == token  # 32 random bytes, url-safe; kept
+    policy, _ = crm_setup(tmp_path)
+    quiet = Serve(policy)
+    try:
+        assert httpx2.get(quiet.base + "/health", timeout=20).status_code == 200
+    finally:
+        quiet.stop()
+    assert not [x for x in quiet.stderr_lines if "without TLS" in x]
+    wide = Serve(policy, "--host", "0.0.0.0")
+    try:
+        loop = f"http://127.0.0.1:{wide.port}"
+        assert httpx2.get(loop + "/health", timeout=20).status_code == 200
+        assert httpx2.post(loop + "/servers/crm/mcp", json={}, timeout=20).status_code == 401
+    finally:
+        wide.stop()
+    warned = " ".join(wide.stderr_lines)
+    assert "serving on 0.0.0.0 without TLS" in warned and "in clear" in warned
+
+
+def test_serve_starts_an_installed_remote_server_with_its_client_entrys_credentials(fake_home, tmp_path, monkeypatch):
+    """A remote entry install wrapped: its policy starts `remote-relay --header-env
+    Authorization=SYNARTESIS_HEADER_1`, a value only the client entry holds (`Bearer ${CRM_T}`).
+    serve reads it from there, as undo does, for every session."""
+    from installkit import make_env, place
+    from synartesis.services.install import InstallOptions, apply_install, plan_install
+
+    token = "crm-serve-token-0123456789abcdef"
+    store = tmp_path / "crm.json"
+    crm = netkit.crm_http(store, token)
+    try:
+        monkeypatch.setenv("CRM_T", token)
+        place(fake_home, "claude-code", json.dumps({"mcpServers": {"crm": {
+            "type": "http", "url": crm.url, "headers": {"Authorization": "Bearer ${CRM_T}"}}}}))
+        env = make_env(fake_home)
+        proxy = str(Path(sys.executable).parent / "synartesis")
+        plan = plan_install(env, InstallOptions(client="claude-code", proxy_path=proxy, system_root=tmp_path / "s",
+                                                start=True, timeout=60))
+        assert [pp.policy_id for pp in plan.policy_plans] == ["crm"]  # recognised over the relay
+        assert apply_install(env, plan).ok
+        policy = fake_home / ".synartesis" / "synartesis.yaml"
+        assert "SYNARTESIS_HEADER_1" in policy.read_text() and token not in policy.read_text()
+        s = Serve(policy)
+        try:
+            async def calls(session):
+                return await session.call_tool("update_customer", {"id": "c_002", "plan": "free"})
+            assert not sdk(s.url("crm"), s.token, calls).is_error
+        finally:
+            s.stop()
+        assert json.loads(store.read_text())["customers"]["c_002"]["plan"] == "free"
+        journal = fake_home / ".synartesis" / "journal.db"
+        undo = cli("undo", "--manifest", str(policy), "--journal", str(journal))
+        assert undo.returncode == 0, undo.stdout + undo.stderr
+        assert json.loads(store.read_text())["customers"]["c_002"]["plan"] == "enterprise"
+        assert not [str(p) for p in fake_home.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+    finally:
+        crm.stop()

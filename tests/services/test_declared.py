@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -129,3 +130,22 @@ def test_the_declared_compensation_is_held_until_the_todo_is_removed_then_undoes
     undone = cli("undo", run.id, "--manifest", str(policy), "--journal", str(journal))
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert json.loads(state.read_text())["notes"] == {}
+
+
+
+def test_install_drafts_the_declared_compensation_and_counts_it(tmp_path):
+    import installkit
+
+    home = Path(os.environ["HOME"])  # the test's temporary HOME
+    entry = {"command": SERVER[0], "args": [SERVER[1], "--state", str(tmp_path / "notes.json")]}
+    installkit.place(home, "claude-code", json.dumps({"mcpServers": {"notes": entry}}))
+    done = installkit.cli(tmp_path, "install", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "2 compensation(s) declared by the server drafted (not checked, held); 4 declaration(s) refused" in out
+    [policy] = [Path(w) for w in done.stdout.split() if w.endswith("synartesis.yaml")]
+    pol = load_policy(policy)
+    create = pol.rule_for("notes", "create_note", {})
+    assert (create.cls, create.gate) == ("compensable", "always")
+    assert [(c.tool, c.args) for c in create.inverse] == [("delete_note", {"id": "$result.id"})]
+    assert pol.rule_for("notes", "tag_notes", {}).cls == "irreversible"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from installkit import fake_proxy, install, make_env, options, place, uninstall
+from installkit import cli, fake_proxy, install, make_env, options, place, uninstall
 from synartesis.paths import Env
 from synartesis.remote.tokens import TokenRecord, TokenStore
 from synartesis.services.install import plan_install
@@ -44,9 +44,32 @@ def test_every_fixture_with_remote_entries_round_trips_byte_for_byte(fixture, oa
     remote_wraps = [e for e in plan.entries if e.action in ("wrap", "shadow") and "remote" in e.reason]
     if client == "claude-desktop":
         assert not remote_wraps
+    else:  # every remote entry is wrapped, unless the client skips it or it waits for --include-oauth
+        acts = {e.name: e for e in plan.entries}
+        after = _servers(fixture, cfg.read_bytes())
+        for name in _remote_names(fixture, original):
+            e = acts[name]
+            if e.action == "invalid":
+                assert 'without a "type"' in e.reason, (name, e.reason)
+                continue
+            assert e.action == "wrap" or (e.action == "remote" and not oauth and "OAuth" in e.reason), (name, e)
+            if e.action == "wrap":
+                args = after[name]["args"]
+                assert args[:3] == ["proxy", "--server", e.policy_key] and ("--url" in args or "--url-env" in args)
     assert not plan_install(env, options(tmp_path, client=client, include_oauth=oauth)).changes  # idempotent
     uninstall(env, client=client)
     assert cfg.read_bytes() == original
+
+
+def _servers(fixture: Path, data: bytes) -> dict:
+    text = data.decode("utf-8-sig")
+    if fixture.suffix == ".toml":
+        return tomllib.loads(text).get("mcp_servers", {})
+    return json.loads(text).get("mcpServers", {})
+
+
+def _remote_names(fixture: Path, data: bytes) -> list[str]:
+    return [n for n, v in _servers(fixture, data).items() if isinstance(v, dict) and "url" in v]
 
 
 def test_the_corpus_has_remote_entries_of_every_client_that_can_hold_them():
@@ -129,6 +152,7 @@ def test_oauth_entries_wait_for_include_oauth_and_then_list_the_login_commands(f
     plan = plan_install(env, options(tmp_path, client="claude-code"))
     acts = by_name(plan)
     assert acts["notion"].action == "remote" and "--include-oauth" in acts["notion"].reason
+    assert "`synartesis login notion`" in acts["notion"].reason
     assert acts["linear"].action == "remote" and acts["keyed"].action == "wrap"
     assert plan.logins == []
     plan, result = install(env, tmp_path, client="claude-code", include_oauth=True)
@@ -184,6 +208,9 @@ def test_status_shows_the_sign_in_of_each_bridged_server(fake_home, tmp_path):
                                               access_token="at", refresh_token="rt", token_endpoint="https://t"))
     rows = {r.name: r for r in collect_status(env, "claude-code").rows}
     assert rows["notion"].sign_in == "signed in" and not rows["notion"].drift
+    shown = {line.split()[1]: line for line in cli(tmp_path, "status", "--client", "claude-code").stdout.splitlines()
+             if line.strip().startswith(("✓", "✗"))}
+    assert shown["notion"].endswith("sign-in: signed in") and shown["keyed"].endswith("sign-in: not needed")
     uninstall(env, client="claude-code")
     rows = {r.name: r for r in collect_status(env, "claude-code").rows}
     assert rows["notion"].state == "remote" and "--include-oauth" in rows["notion"].reason
@@ -221,3 +248,18 @@ def test_login_finds_a_remote_server_by_name_wrapped_or_not(fake_home, tmp_path,
     with pytest.raises(UsageError):
         find_remote(env, "nope")
     assert find_remote(env, "nope", "https://x.example/mcp").url == "https://x.example/mcp"
+
+
+def test_a_claude_code_headers_helper_is_carried_to_the_bridge_as_written(fake_home, tmp_path):
+    text = json.dumps({"mcpServers": {"corp": {"type": "http", "url": "https://mcp.corp.example/mcp",
+                                               "headersHelper": "~/bin/corp-token --json"}}}, indent=2) + "\n"
+    cfg = place(fake_home, "claude-code", text)
+    env = make_env(fake_home)
+    plan, result = install(env, tmp_path, client="claude-code")
+    assert result.ok and by_name(plan)["corp"].action == "wrap"  # a helper gives Authorization: no OAuth wait
+    entry = json.loads(cfg.read_text())["mcpServers"]["corp"]
+    assert entry["args"] == ["proxy", "--server", "corp", "--url", "https://mcp.corp.example/mcp",
+                             "--headers-helper", "~/bin/corp-token --json", "--transport", "http"]
+    assert entry["headersHelper"] == "~/bin/corp-token --json"
+    uninstall(env, client="claude-code")
+    assert cfg.read_text() == text

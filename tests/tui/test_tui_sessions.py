@@ -5,7 +5,7 @@ would change (the real proxy and the small kv server)."""
 from __future__ import annotations
 
 import pytest
-from helpers import FAKE_POLICY, RawSession, open_journal
+from helpers import FAKE_BLIND_POLICY, FAKE_POLICY, RawSession, open_journal
 from test_tui import World, run, screen_text, until
 
 from synartesis.tui.screens import JobScreen, TextScreen
@@ -99,3 +99,29 @@ def test_a_held_call_shows_what_it_would_change(tmp_path):
 
     run(go())
     assert world.kv()["k0"] == "v0"  # only read
+
+
+def test_the_consoles_own_undo_of_a_compensation_it_cannot_check_ends_unverified(tmp_path):
+    world = World(tmp_path)
+    world.manifest.write_text(FAKE_BLIND_POLICY)
+    world.session([("put", {"key": "k0", "value": "agent"})])
+
+    async def go():
+        app = world.app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("home", "u")
+            job = app.screen
+            assert isinstance(job, JobScreen)
+            await until(pilot, lambda: job.state == "confirm", what="the plan")
+            await pilot.press("y")
+            await until(pilot, lambda: job.state == "done", what="the undo")
+            assert job.error is None and "compensated (unverified: 1)" in job.body_text, job.body_text
+            assert "[unverified]" in job.body_text
+            await pilot.press("escape")
+            await until(pilot, lambda: screen_text(app).count("compensated (unverified: 1)") >= 2,
+                        what="the session and its run, honestly")
+            assert "rolled_back" not in screen_text(app)
+
+    run(go())
+    assert world.kv()["k0"] == "v0"

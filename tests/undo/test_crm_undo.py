@@ -111,9 +111,11 @@ def test_twenty_mixed_mutations_undone_to_a_byte_identical_store(tmp_path: Path)
         else:
             assert a.status == "rolled_back", (a.seq, a.tool, a.status, a.note)
 
-    # A second undo of the same run sends nothing and changes nothing.
+    # A second undo of the same run sends nothing, changes nothing and says so (exit 1).
     again = _cli("undo", run.id, *where, cwd=tmp_path)
-    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "nothing to undo in run" in again.stdout and "already rolled back" in again.stdout
+    assert "rolled_back" not in again.stdout.split("R E S U L T")[1]
     assert store.read_bytes() == original
 
     # Ids are never reused, not even after undo removed the customers created with them.

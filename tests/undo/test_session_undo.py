@@ -144,3 +144,24 @@ def test_a_proxy_killed_mid_call_needs_no_close_and_its_call_is_unknown(tmp_path
     forced = _cli(manifest, journal, "undo", run.id[:8], "--force", "--yes")
     assert "stepped over because of --force" in forced.stdout
     assert json.loads(state.read_text())["k0"] == "v0"
+
+
+def test_bare_undo_never_takes_an_older_session_in_place_of_a_live_one(tmp_path):
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION="yesterday")) as s:
+        s.handshake()
+        s.call(1, "put", {"key": "k0", "value": "yesterday"})
+        s.close()
+    with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION="now")) as s:
+        s.handshake()
+        s.call(1, "put", {"key": "k1", "value": "now"})
+        refused = _cli(manifest, journal, "undo")  # the agent of "now" is still running
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "newest session with something to undo is still active" in refused.stderr
+        with open_journal(journal) as j:
+            now = j.find_session("now")
+        assert f"synartesis undo {now.id[:10]} --force" in " ".join(refused.stderr.split())
+        assert json.loads(state.read_text()) == {"k0": "yesterday", "k1": "now"}  # nothing older was undone
+        s.close()
+    done = _cli(manifest, journal, "undo")  # once it has stopped, the newest session is undone
+    assert done.returncode == 0 and json.loads(state.read_text()) == {"k0": "yesterday", "k1": "v1"}, done.stdout

@@ -1,4 +1,5 @@
-"""Undo against the real filesystem and memory servers, through the real proxy and CLI."""
+"""Undo against the real filesystem and memory servers, through the real proxy and CLI (the
+filesystem tests on both journal backends: a SQLite file and a PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from helpers import FS_POLICY, MEMORY_POLICY, cli, open_journal, proxy_argv, sdk
 
 
 
-def _fs(tmp_path, fs_server):
+def _fs(tmp_path, fs_server, journal_at):
     root = tmp_path / "root"
     root.mkdir()
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
+    manifest, journal = tmp_path / "synartesis.yaml", journal_at()  # a file, or a PostgreSQL database
     manifest.write_text(FS_POLICY)
     return root, manifest, journal, proxy_argv("files", manifest, journal, [*fs_server, str(root)])
 
@@ -33,8 +34,8 @@ def _undo(manifest, journal, *extra):
     return cli("undo", "--manifest", str(manifest), "--journal", str(journal), *extra)
 
 
-def test_overwrite_then_undo_restores_exact_bytes(tmp_path, fs_server):
-    root, manifest, journal, argv = _fs(tmp_path, fs_server)
+def test_overwrite_then_undo_restores_exact_bytes(tmp_path, fs_server, journal_at):
+    root, manifest, journal, argv = _fs(tmp_path, fs_server, journal_at)
     original = "première ligne\r\nζωή — 中文 — emoji 🚀\r\n\ttabs and trailing spaces   \r\n".encode()
     (root / "doc.txt").write_bytes(original)
     (root / "b.txt").write_bytes(b"plain\n")
@@ -61,7 +62,9 @@ def test_overwrite_then_undo_restores_exact_bytes(tmp_path, fs_server):
     with open_journal(journal) as j:
         rid = j.list_runs()[0].id
     named = _undo(manifest, journal, rid[:8])
-    assert named.returncode == 0 and "called" not in named.stdout  # nothing sent twice
+    # named, it says there is nothing left in it (exit 1), and sends nothing twice
+    assert named.returncode == 1 and "called" not in named.stdout
+    assert "nothing to undo in run" in named.stdout and "3 already rolled back" in named.stdout
     with open_journal(journal) as j:
         run = j.list_runs()[0]
         assert run.status == "rolled_back"
@@ -69,8 +72,8 @@ def test_overwrite_then_undo_restores_exact_bytes(tmp_path, fs_server):
         assert len(j.undos(run.id)) == 2 and j.audit(run.id).ok
 
 
-def test_human_edit_halts_with_both_values_and_force_yes_restores(tmp_path, fs_server):
-    root, manifest, journal, argv = _fs(tmp_path, fs_server)
+def test_human_edit_halts_with_both_values_and_force_yes_restores(tmp_path, fs_server, journal_at):
+    root, manifest, journal, argv = _fs(tmp_path, fs_server, journal_at)
     (root / "a.txt").write_text("v0")
     (root / "b.txt").write_text("b0")
     _agent(argv, [("write_file", {"path": str(root / "a.txt"), "content": "agent"}),
@@ -95,15 +98,15 @@ def test_human_edit_halts_with_both_values_and_force_yes_restores(tmp_path, fs_s
     assert (root / "a.txt").read_text() == "v0"
 
 
-def test_creating_a_file_is_held_because_the_server_cannot_delete(tmp_path, fs_server):
-    root, manifest, journal, argv = _fs(tmp_path, fs_server)
+def test_creating_a_file_is_held_because_the_server_cannot_delete(tmp_path, fs_server, journal_at):
+    root, manifest, journal, argv = _fs(tmp_path, fs_server, journal_at)
     [(err, text)] = _agent(argv, [("write_file", {"path": str(root / "new.txt"), "content": "x"})])
     assert err and "nothing was captured to restore" in text and "ENOENT" in text
     assert not (root / "new.txt").exists()
 
 
-def test_binary_file_write_is_refused_not_corrupted(tmp_path, fs_server):
-    root, manifest, journal, argv = _fs(tmp_path, fs_server)
+def test_binary_file_write_is_refused_not_corrupted(tmp_path, fs_server, journal_at):
+    root, manifest, journal, argv = _fs(tmp_path, fs_server, journal_at)
     blob = bytes(range(256))
     (root / "img.bin").write_bytes(blob)
     [(err, text)] = _agent(argv, [("write_file", {"path": str(root / "img.bin"), "content": "text"})])
@@ -111,8 +114,8 @@ def test_binary_file_write_is_refused_not_corrupted(tmp_path, fs_server):
     assert (root / "img.bin").read_bytes() == blob
 
 
-def test_oversized_prior_state_refuses_the_write(tmp_path, fs_server):
-    root, manifest, journal, _ = _fs(tmp_path, fs_server)
+def test_oversized_prior_state_refuses_the_write(tmp_path, fs_server, journal_at):
+    root, manifest, journal, _ = _fs(tmp_path, fs_server, journal_at)
     (root / "big.txt").write_text("x" * 5000)
     argv = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
     argv.insert(argv.index("--"), "--max-snapshot-bytes")
@@ -122,8 +125,8 @@ def test_oversized_prior_state_refuses_the_write(tmp_path, fs_server):
     assert (root / "big.txt").read_text() == "x" * 5000
 
 
-def test_show_live_answers_for_every_write(tmp_path, fs_server):
-    root, manifest, journal, argv = _fs(tmp_path, fs_server)
+def test_show_live_answers_for_every_write(tmp_path, fs_server, journal_at):
+    root, manifest, journal, argv = _fs(tmp_path, fs_server, journal_at)
     for n in range(5):
         (root / f"f{n}.txt").write_text(f"orig {n}")
     _agent(argv, [("write_file", {"path": str(root / f"f{n}.txt"), "content": f"agent {n}"}) for n in range(5)])

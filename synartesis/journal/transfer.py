@@ -1,0 +1,98 @@
+"""Copying a whole journal into another one (``synartesis journal migrate``, issue 14).
+
+Every row is copied as it is (sessions, runs, payload blobs, tool shapes, actions, attempts,
+events), so the hash chain still holds and ``audit`` can prove the copy on both sides. Events
+are inserted in their source order and numbered by the target (the chain hashes bodies, not
+ids). The target must hold no actions yet: journal-wide action numbers (``gseq``) are chained,
+so two journals' actions cannot be merged without rewriting history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from synartesis.errors import UsageError
+
+if TYPE_CHECKING:
+    from synartesis.journal.facade import Journal
+
+__all__ = ["CopyCounts", "copy_journal"]
+
+# (table, its columns as both backends have them, the source order). Events leave their id to
+# the target; runs and undos are copied in insertion order so ties keep their order.
+_TABLES: tuple[tuple[str, str, str], ...] = (
+    ("sessions", "id, kind, name, client, client_pid, client_started, host, started_at", "started_at, id"),
+    ("runs", "id, label, client, started_at, ended_at, status, pid, servers, head, session_id, proxy_started, host, "
+             "unverified, end_note", "{order}"),
+    ("blobs", "hash, codec, size, data", "hash"),
+    ("packs", "id, data", "id"),
+    ("chunks", "hash, pack, start, length, codec, size", "hash"),
+    ("shapes", "fingerprint, server, tool, ref, first_seen", "fingerprint"),
+    ("actions", "id, run_id, seq, server, tool, class, rule, call_key, args_ref, prior, snapshot_ref, result_ref, "
+                "inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, decision_note, used_by, "
+                "idempotency_key, created_at, updated_at, gseq, reverted", "gseq"),
+    ("undos", "id, run_id, by, pid, started_at, ended_at, status, report_ref, kind, attempt, scope, pid_started",
+              "started_at, {order}"),
+    ("events", "run_id, action_id, undo_id, at, kind, data, prev, hash", "id"),
+)
+_BATCH = 500
+
+
+@dataclass
+class CopyCounts:
+    """How many rows of each table were copied."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None = None) -> CopyCounts:
+    """Copy every row of ``source`` (or only what ``run_ids`` need: their sessions, rows and
+    events, and every payload) into ``target`` in one transaction of the target.
+
+    Raises:
+        UsageError: a whole copy into a target that already holds runs, or a run that is
+            already there.
+    """
+    counts = CopyCounts()
+    some = run_ids is not None
+    ids = list(run_ids or [])
+    if some and not ids:
+        return counts
+    with target._guard("copy a journal"), target._tx():
+        if not some and (target._one("SELECT count(*) FROM actions")[0] or target._one("SELECT count(*) FROM runs")[0]):
+            raise UsageError(f"the journal at {target.path} already holds runs; migrate into an empty one "
+                             "(journal-wide action numbers are chained and cannot be merged)")
+        for table, cols, order in _TABLES:
+            order = order.format(order=source.db.row_order)
+            marks = ",".join("?" * (cols.count(",") + 1))
+            insert = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
+            if table in ("sessions", "blobs", "packs", "chunks", "shapes"):
+                insert += " ON CONFLICT DO NOTHING"
+            where, params = _only(table, ids) if some else ("", ())
+            with source._guard("read for a copy"):
+                cur = source._q(f"SELECT {cols} FROM {table}{where} ORDER BY {order}", params)
+                n = 0
+                while True:
+                    rows = cur.fetchmany(_BATCH)
+                    if not rows:
+                        break
+                    target.db.executemany(insert, [tuple(r) for r in rows])
+                    n += len(rows)
+            counts.rows[table] = n
+        top = source._one("SELECT value FROM counters WHERE name = 'gseq'")
+        target._q("UPDATE counters SET value = ? WHERE name = 'gseq' AND value < ?", (top[0], top[0]) if top else (0, 0))
+    target._heads.clear()
+    return counts
+
+
+def _only(table: str, ids: list[str]) -> tuple[str, tuple]:
+    """The WHERE clause that limits ``table`` to what the runs ``ids`` need (payloads: all)."""
+    marks = ",".join("?" * len(ids))
+    if table == "runs":
+        return f" WHERE id IN ({marks})", tuple(ids)
+    if table == "sessions":
+        return f" WHERE id IN (SELECT session_id FROM runs WHERE id IN ({marks}))", tuple(ids)
+    if table in ("actions", "undos", "events"):
+        return f" WHERE run_id IN ({marks})", tuple(ids)
+    return "", ()
