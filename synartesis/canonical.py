@@ -10,7 +10,12 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["canonical", "canonical_bytes", "sha256_hex", "call_key"]
+__all__ = ["canonical", "canonical_bytes", "sha256_hex", "call_key", "MAX_DEPTH", "too_deep"]
+
+# The deepest nesting synartesis journals. The journal, canonical JSON and the stdlib's JSON
+# recurse once (or twice) per level under Python's 1,000-frame limit; real tool payloads nest a
+# few dozen levels. Deeper values are refused with a sentence, never an "internal error".
+MAX_DEPTH = 256
 
 
 def canonical(value: Any) -> str:
@@ -31,3 +36,25 @@ def sha256_hex(data: bytes) -> str:
 def call_key(server: str, tool: str, args: Any) -> str:
     """The identity of a call for approvals: SHA-256 over server, tool and canonical args."""
     return sha256_hex(canonical_bytes([server, tool, args]))
+
+
+def too_deep(value: Any, text: Any = None, limit: int = MAX_DEPTH) -> int | None:
+    """The nesting depth of ``value`` (arrays and objects; a scalar is 0) when it is over
+    ``limit``, else None. Iterative, so it never hits the recursion limit itself. ``text``, the
+    JSON text (str or bytes) ``value`` was parsed from, if known, answers the common case at
+    C speed: a text with no more than ``limit`` brackets cannot nest deeper."""
+    if isinstance(text, (bytes, bytearray)):
+        if text.count(b"[") + text.count(b"{") <= limit:
+            return None
+    elif isinstance(text, str) and text.count("[") + text.count("{") <= limit:
+        return None
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in v)
+    return deepest if deepest > limit else None

@@ -70,6 +70,10 @@ tools:
     inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
 """
 
+# The same, with every write_file held for a person (`gate: always` on a reversible rule).
+GATED_FS_POLICY = FS_POLICY.replace('  - match: "files.write_file"\n    class: reversible\n',
+                                    '  - match: "files.write_file"\n    class: reversible\n    gate: always\n', 1)
+
 # The memory server's compensable create (inverse from what the server says it created).
 MEMORY_POLICY = """version: 1
 servers:

@@ -89,7 +89,8 @@ def run(argv: list[str]) -> int:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except SynartesisError as exc:
-        sys.stderr.write(f"synartesis: {exc.message}\n")
+        from synartesis.printable import printable  # a message can quote a session name or a tool's text
+        sys.stderr.write(f"synartesis: {printable(exc.message, keep=chr(10))}\n")
         return exc.exit_code
     except BrokenPipeError:
         return 0

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderHook
+from rich.markup import escape
+from rich.segment import Segment
+
+from synartesis.printable import printable
 
 __all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "printable", "shorten",
-           "visible", "journal_for"]
+           "visible", "shown", "journal_for"]
 
 ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="P")
 JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="P")
@@ -22,38 +27,60 @@ def _no_color() -> bool:
     return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
 
 
+class _Printable:
+    """A renderable whose text segments go through :func:`printable` (styles are applied after
+    this, so synartesis's own colours still reach the terminal; the text's never do)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, con: Console, options: Any) -> Any:
+        for seg in con.render(self.inner, options):
+            yield seg if seg.control else Segment(printable(seg.text, keep="\n\t"), seg.style)
+
+
+class _PrintableHook(RenderHook):
+    def process_renderables(self, renderables: list) -> list:
+        return [_Printable(r) for r in renderables]
+
+
+def _guarded(con: Console) -> Console:
+    con.push_render_hook(_PrintableHook())
+    return con
+
+
 def console() -> Console:
     """stdout console: colour only on a terminal without NO_COLOR; piped output is not wrapped
-    (scripts and grep see whole lines)."""
+    (scripts and grep see whole lines). Whatever it prints goes through :func:`printable`: no
+    control character an agent or a server wrote reaches the terminal (markup still needs
+    :func:`shown`)."""
     tty = sys.stdout.isatty()
-    return Console(no_color=_no_color(), highlight=False, soft_wrap=not tty, width=None if tty else 4096)
+    return _guarded(Console(no_color=_no_color(), highlight=False, soft_wrap=not tty, width=None if tty else 4096))
 
 
 def err_console() -> Console:
-    return Console(stderr=True, no_color=_no_color(), highlight=False)
+    """stderr console, guarded like :func:`console`."""
+    return _guarded(Console(stderr=True, no_color=_no_color(), highlight=False))
+
+
+def shown(value: Any, line: bool = False) -> str:
+    """Agent- or server-controlled text (a tool name, a note, a diff line, a session name) ready
+    to put in rich markup: control characters made visible (:func:`printable`) and markup
+    escaped. ``line``: one line's worth (a name), so a newline in it is spelled ``\\n`` too;
+    otherwise newlines and tabs stay. Not a string: its ``str()``."""
+    text = value if isinstance(value, str) else str(value)
+    return escape(printable(text, keep="" if line else "\n\t"))
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]")
 
 
 def print_json(value: Any) -> None:
-    """Write ``value`` as indented JSON to stdout. A lone surrogate (a server can return one,
-    JSON can escape it) cannot be written as UTF-8: then the text is written with every
-    non-ASCII character escaped, which is the same JSON."""
+    """Write ``value`` as indented JSON to stdout. Characters a terminal acts on or stdout cannot
+    encode (C1 controls, bidi and zero-width characters, lone surrogates: JSON already escapes C0)
+    are written as ``\\uXXXX`` escapes, which parse back to the same value."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    try:
-        text.encode(sys.stdout.encoding or "utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, indent=2, ensure_ascii=True, default=str)
-    sys.stdout.write(text + "\n")
-
-
-def printable(text: str) -> str:
-    """``text`` with what the terminal's encoding cannot carry (a lone surrogate) escaped
-    (``\\ud800``), so printing it never raises."""
-    enc = sys.stdout.encoding or "utf-8"
-    try:
-        text.encode(enc)
-        return text
-    except UnicodeEncodeError:
-        return text.encode(enc, "backslashreplace").decode(enc)
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
 
 def shorten(value: Any, limit: int = 96) -> str:
@@ -62,15 +89,10 @@ def shorten(value: Any, limit: int = 96) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_INVISIBLE = {c: f"\\u{c:04x}" for c in list(range(0x200b, 0x2010)) + list(range(0x202a, 0x202f))
-              + list(range(0x2066, 0x206a)) + [0xfeff, 0x061c]}
-
-
 def visible(value: Any) -> str:
-    """Compact JSON with bidi overrides and zero-width characters escaped, so what a person
-    approves is what they see."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text.translate(_INVISIBLE)
+    """Compact JSON with control, bidi and zero-width characters escaped (:func:`printable`), so
+    what a person approves is what they see."""
+    return printable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def journal_for(manifest: str | None, journal: str | None) -> Any:

@@ -17,9 +17,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
 from synartesis.cli.app import app
-from synartesis.cli.common import console, err_console, print_json
+from synartesis.cli.common import console, err_console, print_json, shown
 from synartesis.errors import UsageError
 from synartesis.paths import Env
+from synartesis.printable import printable
 
 __all__ = ["install", "status", "uninstall"]
 
@@ -71,7 +72,7 @@ class _Bar:
 
 def _write_plain(text: str) -> None:
     """Diffs go straight to stdout: plain text, no markup, no wrapping."""
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(printable(text, keep="\n\t") + "\n")  # a config can hold ESC too
     sys.stdout.flush()
 
 
@@ -113,7 +114,7 @@ def _entry_line(e: Any) -> str:
 
 def _file_line(fp: Any) -> str:
     if fp.status == "error":
-        return f"[red]✗[/red] {fp.path}: {fp.message}"
+        return f"[red]✗[/red] {shown(fp.path)}: {shown(fp.message)}"
     counts: dict[str, int] = {}
     for e in fp.entries:
         counts[e.action] = counts.get(e.action, 0) + 1
@@ -122,7 +123,7 @@ def _file_line(fp: Any) -> str:
     if shadows:
         what += f", {shadows} local entr{'y' if shadows == 1 else 'ies'} added"
     mark = "•" if fp.status == "change" else "·"
-    return f"{mark} {fp.path} ({fp.client_name}): {'will change' if fp.status == 'change' else 'unchanged'} — {what}"
+    return f"{mark} {shown(fp.path)} ({shown(fp.client_name)}): {'will change' if fp.status == 'change' else 'unchanged'} — {what}"
 
 
 def _plan_json(plan: Any) -> dict[str, Any]:
@@ -197,7 +198,7 @@ def install(
         raise typer.Exit(problems)
     if not json_out:
         for w in plan.warnings:
-            out.print(f"[yellow]![/yellow] {w}")
+            out.print(f"[yellow]![/yellow] {shown(w)}")
         if not plan.files:
             out.print("No client config files found.")
         for fp in plan.files:
@@ -205,12 +206,12 @@ def install(
             for e in fp.entries:
                 out.print("    " + _entry_line(e), markup=False, highlight=False)
         for key, err in plan.start_errors.items():
-            out.print(f"[yellow]![/yellow] {key} did not start ({err}); it gets a catch-all gated draft")
+            out.print(f"[yellow]![/yellow] {shown(key)} did not start ({shown(err)}); it gets a catch-all gated draft")
         for p in plan.policy_plans:
             prov = f", provenance {p.provenance}" if p.provenance else ""
-            out.print(f"  policy {p.name}: {p.source}{prov} — {p.reason}")
+            out.print(f"  policy {shown(p.name)}: {shown(p.source)}{shown(prov)} — {shown(p.reason)}")
         for r in plan.forget:
-            out.print(f"  forget: {r.get('name')} in {r.get('file')} (removed since install)")
+            out.print(f"  forget: {shown(r.get('name'))} in {shown(r.get('file'))} (removed since install)")
     if dry_run:
         if not json_out:
             out.file.flush()
@@ -221,9 +222,9 @@ def install(
                 old = plan.policy_old.encode() if plan.policy_old is not None else None
                 _write_plain(_diff(str(plan.policy_path), old, plan.policy_new.encode()))
             for hint in plan.restart:
-                out.print(f"  after installing: {hint}")
+                out.print(f"  after installing: {shown(hint)}")
             for cmd in plan.logins:
-                out.print(f"  after installing, sign in: {cmd}")
+                out.print(f"  after installing, sign in: {shown(cmd)}")
             out.print("dry run: nothing was written")
         raise typer.Exit(problems)
     if not plan.changes:
@@ -243,9 +244,9 @@ def install(
     else:
         _print_outcomes(out, result.files)
         if result.policy_written:
-            out.print(f"✓ policy written: {result.policy_path}")
+            out.print(f"✓ policy written: {shown(result.policy_path)}")
         for hint in result.restart:
-            out.print(f"[bold]restart needed[/bold] — {hint}")
+            out.print(f"[bold]restart needed[/bold] — {shown(hint)}")
         if plan.logins:
             out.print("[bold]sign in[/bold] — these remote servers use OAuth; sign the bridge in, once each:")
             for cmd in plan.logins:
@@ -286,15 +287,15 @@ def _status_line(r: Any) -> str:
 def _print_outcomes(out: Any, outcomes: list[Any]) -> None:
     for o in outcomes:
         if o.status == "written":
-            out.print(f"✓ {o.path}: written (backup {o.backup})")
+            out.print(f"✓ {shown(o.path)}: written (backup {shown(o.backup)})")
         elif o.status == "unchanged":
-            out.print(f"· {o.path}: unchanged")
+            out.print(f"· {shown(o.path)}: unchanged")
         elif o.status == "gone":
-            out.print(f"· {o.path}: {o.message}")
+            out.print(f"· {shown(o.path)}: {shown(o.message)}")
         elif o.status == "conflict":
-            out.print(f"[red]✗[/red] {o.path}: refused — {o.message}")
+            out.print(f"[red]✗[/red] {shown(o.path)}: refused — {shown(o.message)}")
         else:
-            out.print(f"[red]✗[/red] {o.path}: {o.message}")
+            out.print(f"[red]✗[/red] {shown(o.path)}: {shown(o.message)}")
 
 
 @app.command()
@@ -316,10 +317,10 @@ def status(
         raise typer.Exit(report.exit_code)
     out = console()
     for w in report.warnings:
-        out.print(f"[yellow]![/yellow] {w}")
+        out.print(f"[yellow]![/yellow] {shown(w)}")
     for f in report.files:
         if f["status"] != "ok":
-            out.print(f"[red]✗[/red] {f['message']}")
+            out.print(f"[red]✗[/red] {shown(f['message'])}")
     if not report.rows:
         out.print("No MCP servers found in any client config.")
     current = None
@@ -332,7 +333,7 @@ def status(
         for d in r.drift:
             out.print(f"      drift: {d}", markup=False, highlight=False)
     covered = sum(1 for r in report.rows if r.covered)
-    out.print(f"{covered} of {len(report.rows)} server entries covered; policy: {report.policy_path}")
+    out.print(f"{covered} of {len(report.rows)} server entries covered; policy: {shown(report.policy_path)}")
     raise typer.Exit(report.exit_code)
 
 
@@ -359,7 +360,7 @@ def uninstall(
     out = console()
     if from_backup is not None:
         if dry_run:
-            out.print(f"dry run: would restore the file {from_backup} was taken from")
+            out.print(f"dry run: would restore the file {shown(from_backup)} was taken from")
             raise typer.Exit(0)
         if not _confirm(f"Replace the file with the backup {from_backup}?", yes, json_out):
             out.print("Nothing was written.")
@@ -369,8 +370,8 @@ def uninstall(
             print_json({"restored": res.path, "backup": res.backup, "previous_backup": res.previous_backup,
                         "forgotten_records": res.forgotten})
         else:
-            out.print(f"✓ {res.path}: restored from {res.backup}"
-                      + (f" (its previous content is in {res.previous_backup})" if res.previous_backup else ""))
+            out.print(f"✓ {shown(res.path)}: restored from {shown(res.backup)}"
+                      + (f" (its previous content is in {shown(res.previous_backup)})" if res.previous_backup else ""))
         raise typer.Exit(0)
     plan = plan_uninstall(env, client, purge)
 
@@ -384,16 +385,16 @@ def uninstall(
 
     if not json_out:
         for w in plan.warnings:
-            out.print(f"[yellow]![/yellow] {w}", markup=True, highlight=False)
+            out.print(f"[yellow]![/yellow] {shown(w)}", markup=True, highlight=False)
         if not plan.files:
             out.print("synartesis has not changed any client config (no install record).")
         for f in plan.files:
             mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
-            out.print(f"{mark} {f.path}: {f.message or ('will be restored' if f.status == 'change' else f.status)}")
+            out.print(f"{mark} {shown(f.path)}: {shown(f.message or ('will be restored' if f.status == 'change' else f.status))}")
             for e in f.entries:
-                out.print(f"    {e.name} ({e.scope}): {e.reason}")
+                out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:
-            out.print(f"  will delete {p}")
+            out.print(f"  will delete {shown(p)}")
     problems = _problem_code(plan.files)
     if dry_run:
         if json_out:
@@ -425,9 +426,9 @@ def uninstall(
     else:
         _print_outcomes(out, result.files)
         for p in result.purged:
-            out.print(f"✓ deleted {p}")
+            out.print(f"✓ deleted {shown(p)}")
         for p in result.kept:
-            out.print(f"· kept {p}")
+            out.print(f"· kept {shown(p)}")
         for hint in result.restart:
-            out.print(f"[bold]restart needed[/bold] — {hint}")
+            out.print(f"[bold]restart needed[/bold] — {shown(hint)}")
     raise typer.Exit(problems or (0 if result.ok else 1))

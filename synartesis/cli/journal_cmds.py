@@ -7,11 +7,10 @@ import time
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from synartesis.cli.app import app
-from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, shorten, visible
+from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, shorten, shown, visible
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.journal import RunRow
 from synartesis.services.context import default_actor, open_journal, where
@@ -40,13 +39,13 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
         table.add_column(col, justify="right" if col == "actions" else "left")
     if runs:
         for r in flat:
-            table.add_row(r.id[:8], (r.session_id or "-")[:10], escape(r.label or "-"), _status(r), r.started_at,
+            table.add_row(r.id[:8], (r.session_id or "-")[:10], shown(r.label or "-", line=True), _status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     for s in sessions:
-        table.add_row(f"[bold]{s.session.id[:10]}[/]", escape(s.who), s.shown_status, s.session.started_at,
+        table.add_row(f"[bold]{s.session.id[:10]}[/]", shown(s.who, line=True), s.shown_status, s.session.started_at,
                       _counts(s.actions, s.count("unknown"), s.count("gated"), f"{len(s.runs)} run{'s' if len(s.runs) != 1 else ''} · "))
         for r in s.runs:
-            table.add_row(f"  run {r.id[:8]}", escape(", ".join(sorted(r.servers)) or "-"), _status(r), r.started_at,
+            table.add_row(f"  run {r.id[:8]}", shown(", ".join(sorted(r.servers)) or "-"), _status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     out.print(table)
 
@@ -84,18 +83,18 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     session = view.target.kind == "session"
     if session and view.session is not None:
         sv = view.session
-        out.print(f"[bold]session {sv.session.id}[/]  agent {escape(sv.who)}  {sv.shown_status}  "
+        out.print(f"[bold]session {sv.session.id}[/]  agent {shown(sv.who, line=True)}  {sv.shown_status}  "
                   f"started {sv.session.started_at}  {len(sv.runs)} run{'s' if len(sv.runs) != 1 else ''}")
         for r in sv.runs:
-            out.print(f"  run {r.id[:8]}  {escape(', '.join(sorted(r.servers)) or '-')}  {_status(r)}  started {r.started_at}"
-                      + (f"  ended {r.ended_at}" if r.ended_at else "") + (f"  on {escape(r.host)}" if r.host else ""))
+            out.print(f"  run {r.id[:8]}  {shown(', '.join(sorted(r.servers)) or '-')}  {_status(r)}  started {r.started_at}"
+                      + (f"  ended {r.ended_at}" if r.ended_at else "") + (f"  on {shown(r.host, line=True)}" if r.host else ""))
     else:
         r = view.target.runs[0]
-        out.print(f"[bold]run {r.id}[/]  agent {escape(r.label or '-')}  {_status(r)}  started {r.started_at}"
+        out.print(f"[bold]run {r.id}[/]  agent {shown(r.label or '-', line=True)}  {_status(r)}  started {r.started_at}"
                   + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}"
-                  + (f"  on {escape(r.host)}" if r.host else ""))
+                  + (f"  on {shown(r.host, line=True)}" if r.host else ""))
         if r.end_note or r.stale:
-            out.print(f"  note: {escape(r.end_note or 'its proxy is gone; it is closed on the next write to the journal')}")
+            out.print(f"  note: {shown(r.end_note or 'its proxy is gone; it is closed on the next write to the journal')}")
     if not view.actions:
         out.print("no actions recorded")
         return
@@ -103,20 +102,20 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         row = a.row
         where = f"{row.run_id[:8]}:{row.seq:<3}" if session else f"{row.seq:>4}"
         label = "unknown" if row.status == "pending" and not runs[row.run_id].live else row.label
-        out.print(f"{where} {CLASS_BADGE.get(row.cls, '?')} {label:<13} [bold]{escape(row.qualified)}[/]  "
+        out.print(f"{where} {CLASS_BADGE.get(row.cls, '?')} {label:<13} [bold]{shown(row.qualified, line=True)}[/]  "
                   f"[dim]{row.cls}[/]")
-        out.print(f"       args: {escape(shorten(a.args))}")
+        out.print(f"       args: {shown(shorten(a.args))}")
         if row.decided_by:
             verb = "denied" if row.status == "denied" else "approved"
-            out.print(f"       {verb} by {escape(row.decided_by)} at {row.decided_at}"
-                      + (f": {escape(row.decision_note)}" if row.status == "denied" and row.decision_note else ""))
+            out.print(f"       {verb} by {shown(row.decided_by)} at {row.decided_at}"
+                      + (f": {shown(row.decision_note)}" if row.status == "denied" and row.decision_note else ""))
         if row.used_by:
-            out.print(f"       approval used by {escape(view.carriers.get(row.used_by, row.used_by[:8]))}")
+            out.print(f"       approval used by {shown(view.carriers.get(row.used_by, row.used_by[:8]))}")
         if row.note:
-            out.print(f"       note: {escape(shorten(row.note, 200))}")
+            out.print(f"       note: {shown(shorten(row.note, 200))}")
         if a.inverse:
             for inv in a.inverse:
-                out.print(f"       undo: {escape(inv['server'])}.{escape(inv['tool'])} {escape(shorten(inv['args'], 160))}")
+                out.print(f"       undo: {shown(inv['server'], line=True)}.{shown(inv['tool'], line=True)} {shown(shorten(inv['args'], 160))}")
     counts: dict[str, int] = {}
     for a in view.actions:
         key = "unknown" if a.row.status == "pending" and not runs[a.row.run_id].live else a.row.label
@@ -146,7 +145,7 @@ def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not star
     from synartesis.proxy.payload import cli_command
     for v, p in zip(views, previews):
         a = v.row
-        out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{escape(a.qualified)}[/]")
+        out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{shown(a.qualified, line=True)}[/]")
         _print_preview(out, v, p)
     by = default_actor(jpath)
     out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]} --by {by} --journal {jpath}")
@@ -178,23 +177,29 @@ def _policy_or_none(manifest: Optional[str]):
         return None  # gates still lists what is held; `check` says what is wrong with the policy
 
 
+ARGS_SHOWN = 4000  # characters of a held call's arguments printed (a 3 MB write would flood the console)
+
+
 def _print_preview(out, v, p) -> None:
     a = v.row
-    out.print(f"          arguments: {escape(visible(v.args))}")  # whole: a person decides on them
-    out.print(f"          {a.cls}: {escape(a.note or 'held by policy')}")
+    args = visible(v.args)  # whole up to ARGS_SHOWN: a person decides on them; --json has all of it
+    more = f"… {len(args) - ARGS_SHOWN} more characters (--json shows them all)" if len(args) > ARGS_SHOWN else ""
+    out.print(f"          arguments: {shown(args[:ARGS_SHOWN] if more else args)}{more}")
+    out.print(f"          {a.cls}: {shown(a.note or 'held by policy')}")
     for hit in p.production:
-        out.print(f"          [bold red]PRODUCTION[/]: {escape(hit.where)} {escape(shorten(hit.value, 80))} matches "
-                  f"{escape(hit.pattern)} (production_patterns in the policy)")
+        out.print(f"          [bold red]PRODUCTION[/]: {shown(hit.where)} {shown(shorten(hit.value, 80))} matches "
+                  f"{shown(hit.pattern)} (production_patterns in the policy)")
     if p.current is not None and p.current.get("present"):
         if p.diffs:
             for arg, diff in p.diffs:
-                out.print(f"          what it would change in {escape(arg)}:")
-                for line in diff.splitlines() or ["(no difference)"]:
-                    out.print("            " + escape(line))
+                out.print(f"          what it would change in {shown(arg)}:")
+                # split on newlines only: a CR or a form feed in the agent's text is shown, not obeyed
+                for line in diff.rstrip("\n").split("\n") if diff else ["(no difference)"]:
+                    out.print("            " + shown(line))
         else:
-            out.print(f"          now: {escape(shorten(p.current.get('value'), 400))}")
+            out.print(f"          now: {shown(shorten(p.current.get('value'), 400))}")
     elif p.note:
-        out.print(f"          now: {escape(p.note)}")
+        out.print(f"          now: {shown(p.note)}")
 
 
 def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Optional[str], approve: bool,
@@ -217,9 +222,9 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
         out = console()
         for k, d in enumerate(results):
             if previews and d.ok:
-                out.print(f"[bold]{d.action.id[:8]}[/]  [bold]{escape(d.action.qualified)}[/]")
+                out.print(f"[bold]{d.action.id[:8]}[/]  [bold]{shown(d.action.qualified, line=True)}[/]")
                 _print_preview(out, views[k], previews[k])
-            out.print(escape(d.message))
+            out.print(shown(d.message))
     if not all(d.ok for d in results):
         raise typer.Exit(1)
 
@@ -284,7 +289,7 @@ def audit_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (
         for a in results:
             out.print(f"{a.run_id[:8]}  {'intact' if a.ok else 'BROKEN'}  ({a.events} events)")
             for p in a.problems:
-                out.print(f"    {escape(p)}")
+                out.print(f"    {shown(p)}")
         if not results:
             out.print("no runs recorded")
     if not all(a.ok for a in results):
@@ -329,11 +334,11 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
                     if seen_states.get(a.id) != a.status:
                         seen_states[a.id] = a.status
                         out.print(f"{a.updated_at[11:19]} {CLASS_BADGE.get(a.cls, '?')} {a.label:<13} "
-                                  f"{escape(a.qualified)}" + (f"  [dim]{escape(shorten(a.note or '', 80))}[/]" if a.note else ""))
+                                  f"{shown(a.qualified, line=True)}" + (f"  [dim]{shown(shorten(a.note or '', 80))}[/]" if a.note else ""))
                 for a in held:
                     if a.id not in seen:
                         seen.add(a.id)
-                        out.print(f"[bold]held[/] {a.id[:8]} {escape(a.qualified)}: approve with "
+                        out.print(f"[bold]held[/] {a.id[:8]} {shown(a.qualified, line=True)}: approve with "
                                   f"`synartesis approve {a.id[:8]}`")
                 first = False
                 if not live:
@@ -357,22 +362,22 @@ def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-�
         return
     out = console()
     if not entries:
-        out.print("nothing was undone, redone, approved or denied" + (f" in {escape(target)}" if target else "")
-                  + (f" by {escape(by)}" if by else ""))
+        out.print("nothing was undone, redone, approved or denied" + (f" in {shown(target)}" if target else "")
+                  + (f" by {shown(by)}" if by else ""))
         return
     for e in entries:
         if e.kind in ("approved", "denied"):
             call = e.call or {}
-            out.print(f"{e.at}  [bold]{e.kind}[/] by {escape(e.by)}  {escape(e.target)} {escape(shorten(call.get('args'), 120))}"
+            out.print(f"{e.at}  [bold]{e.kind}[/] by {shown(e.by)}  {shown(e.target)} {shown(shorten(call.get('args'), 120))}"
                       f"  [dim](run {str(call.get('run'))[:8]} seq {call.get('seq')})[/]")
             if e.reason:
-                out.print(f"    reason: {escape(e.reason)}")
+                out.print(f"    reason: {shown(e.reason)}")
             continue
-        out.print(f"{e.at}  [bold]{e.kind}[/] of {escape(e.target)} by {escape(e.by)}  → {escape(e.status or '-')}"
+        out.print(f"{e.at}  [bold]{e.kind}[/] of {shown(e.target)} by {shown(e.by)}  → {shown(e.status or '-')}"
                   + (f"  (ended {e.ended_at})" if e.ended_at else ""))
         for s in e.steps:
             call = s.get("call") or {}
             what = f"{call.get('server')}.{call.get('tool')} {shorten(call.get('args'), 100)}" if call else "(pruned)"
             where = f"{str(s.get('run') or '')[:8]}:{s.get('seq')}"
-            out.print(f"    {where:<12} {s.get('kind') or '':<16} {escape(s.get('outcome') or s.get('reason') or '')}")
-            out.print(f"                 [dim]{escape(what)}[/]")
+            out.print(f"    {where:<12} {s.get('kind') or '':<16} {shown(s.get('outcome') or s.get('reason') or '')}")
+            out.print(f"                 [dim]{shown(what)}[/]")

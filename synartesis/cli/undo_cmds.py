@@ -7,10 +7,10 @@ import sys
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from synartesis.cli.app import app
-from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable, shorten
+from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
+                                    shorten, shown)
 from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
 from synartesis.services.context import default_actor, where
@@ -133,47 +133,47 @@ def render_undo(report: UndoReport) -> None:
 def _render_undo(out: _Report, report: UndoReport) -> None:
     redo = report.kind == "redo"
     if report.picked:
-        out.print(f"\n  picked {escape(report.target_name)}: {escape(report.picked)}")
+        out.print(f"\n  picked {shown(report.target_name)}: {shown(report.picked)}")
     for line in report.skipped:
-        out.print(f"  [dim]{escape(line)}[/]")
+        out.print(f"  [dim]{shown(line)}[/]")
     if report.status == "nothing":
-        out.print(f"\n  {escape(report.message or 'nothing to do')}")
+        out.print(f"\n  {shown(report.message or 'nothing to do')}")
         out.print("\n  [bold]R E S U L T[/]  nothing " + ("redone" if redo else "undone") + " (nothing was sent)\n")
         return
     title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else _TITLES.get(report.kind, "U N D O"))
-    out.print(f"\n  [bold]{title}[/]  {escape(report.target_name or report.run)}")
+    out.print(f"\n  [bold]{title}[/]  {shown(report.target_name or report.run)}")
     for w in report.warnings:
-        out.print(f"  [yellow]warning:[/] {escape(w)}")
+        out.print(f"  [yellow]warning:[/] {shown(w)}")
     main = [s for s in report.steps if s.kind not in ("kept", "left")]
     aside = [s for s in report.steps if s.kind in ("kept", "left")]
     for s in main:
         style = _KIND_STYLE.get(s.kind, "")
         tag = "  \\[unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
-        out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}{tag}")
+        out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}{tag}")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
             prefix = "replanned, " if s.replanned else ""
-            out.print(f"         {prefix}{verb} {escape(call['server'])}.{escape(call['tool'])} {escape(shorten(call['args'], 120))}")
+            out.print(f"         {prefix}{verb} {shown(call['server'], line=True)}.{shown(call['tool'], line=True)} {shown(shorten(call['args'], 120))}")
         if s.kind in ("revert", "redo") and s.outcome and s.outcome != "would call":
-            out.print(f"         → {escape(s.outcome)}")
+            out.print(f"         → {shown(s.outcome)}")
             if not s.verified and s.after is not None:
                 seen = "absent" if not s.after.get("present") else shorten(s.after.get("value"), 120)
-                out.print(f"           read back now: {escape(seen)}")
+                out.print(f"           read back now: {shown(seen)}")
         if s.kind == "redo" and s.detail:
-            out.print(f"         [yellow]{escape(s.detail)}[/]")
+            out.print(f"         [yellow]{shown(s.detail)}[/]")
         if s.kind == "overwrite" and s.detail:
             for line in s.detail.splitlines()[1:]:
-                out.print(f"         {escape(line.strip())}")
+                out.print(f"         {shown(line.strip())}")
     if aside:
         out.print("\n  left alone")
         for s in aside:
-            out.print(f"  {_where(report, s)}  [dim]{s.kind:<16}[/] {escape(s.tool)}  {escape(s.reason)}")
+            out.print(f"  {_where(report, s)}  [dim]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}")
     if report.halted:
         h = report.halted
         out.print(f"\n  [bold red]halted at sequence {h.seq}[/]" + (f" of run {h.run[:8]}" if report.target == "session" and h.run else "")
-                  + f"  {escape(h.reason)}")
+                  + f"  {shown(h.reason)}")
         for line in (h.detail or "").splitlines():
-            out.print(f"  {escape(line)}")
+            out.print(f"  {shown(line)}")
         if not report.dry_run:
             if redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
@@ -207,10 +207,10 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     if report.halted and not report.dry_run and not report.changed:
         status = "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
     if report.dry_run:
-        shown = f"{status} (dry run)" if report.preview_force else f"would end {status} (dry run)"
+        result_line = f"{status} (dry run)" if report.preview_force else f"would end {status} (dry run)"
     else:
-        shown = status
-    out.print(f"\n  [bold]R E S U L T[/]  {shown}\n")
+        result_line = status
+    out.print(f"\n  [bold]R E S U L T[/]  {result_line}\n")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:
@@ -225,12 +225,12 @@ def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str
         out = console()
         out.print(f"[bold]live check of run {report.run}[/] (nothing is written)")
         for w in report.warnings:
-            out.print(f"  [yellow]warning:[/] {escape(w)}")
+            out.print(f"  [yellow]warning:[/] {shown(w)}")
         for item in report.items:
-            out.print(f"  {item.seq:>3}  {item.state:<11} {escape(item.tool)}  {escape(item.detail)}")
+            out.print(f"  {item.seq:>3}  {item.state:<11} {shown(item.tool, line=True)}  {shown(item.detail)}")
             if item.state == "drifted":
-                out.print(f"         expected: {escape(shorten(item.expected, 200))}")
-                out.print(f"         actual:   {escape(shorten(item.actual, 200))}")
+                out.print(f"         expected: {shown(shorten(item.expected, 200))}")
+                out.print(f"         actual:   {shown(shorten(item.actual, 200))}")
         if not report.items:
             out.print("  this run wrote nothing")
     bad = any(i.state in ("drifted", "unreadable") for i in report.items)
@@ -256,7 +256,7 @@ def prune_cmd(runs: Optional[list[str]] = typer.Argument(None, help="Runs to del
         out = console()
         verb = "deleted" if yes else "would delete"
         for r in plan.delete:
-            out.print(f"{verb} {r.id[:8]}  {escape(r.label or '-')}  {r.status}  {r.actions} actions")
+            out.print(f"{verb} {r.id[:8]}  {shown(r.label or '-', line=True)}  {r.status}  {r.actions} actions")
         for r, why in plan.kept:
             out.print(f"kept {r.id[:8]}: {why}")
         if yes:

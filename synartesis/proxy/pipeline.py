@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from synartesis.canonical import canonical
+from synartesis.canonical import MAX_DEPTH, canonical, too_deep
 from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
@@ -119,7 +119,16 @@ def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
             return ReadOutcome("absent", reason=text)
         return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} reported an error: {text}")
     value = payload(result)
-    text = canonical(value)
+    try:
+        text = canonical(value)
+    except RecursionError:  # deeper than the stdlib's encoder goes: measured below, iteratively
+        text = None
+    deep = too_deep(value, text)
+    if deep or text is None:
+        return ReadOutcome("failed", reason=(
+            f"the read {read['server']}.{read['tool']} returned a value nested {deep or 'over 900'} levels deep, deeper "
+            f"than the {MAX_DEPTH} levels synartesis journals, so it cannot be kept to restore; a write "
+            "whose prior state cannot be kept is refused rather than risked"))
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         return ReadOutcome("failed", reason=(
@@ -233,7 +242,7 @@ def cap_result(result: Any) -> Any:
     their whole result because ``--replan`` resolves ``$result`` from it.
     """
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    if len(text) <= READ_RESULT_WHOLE:
+    if len(text) <= READ_RESULT_WHOLE and not too_deep(result, text):
         return result
     import hashlib
     data = text.encode("utf-8", "surrogatepass")
@@ -325,6 +334,13 @@ def handle_call(host: CallHost, ctx: CallContext) -> None:
         return
     args = params.get("arguments")
     args = {} if args is None else args
+    deep = too_deep(args, ctx.line)
+    if deep:  # the journal could not keep them (and canonical JSON could not compare them)
+        log("warn", "refused a tools/call nested too deep", tool=repr(exposed), depth=deep)
+        host.reply_error_result(ctx, f"Synartesis refused this call: its arguments are nested {deep} levels "
+                                f"deep, deeper than the {MAX_DEPTH} levels synartesis journals. It was not "
+                                "sent. Send the same data less deeply nested.")
+        return
     if lone_surrogate(ctx.line, params):
         log("warn", "refused a tools/call holding a lone surrogate", tool=repr(exposed))
         host.reply_error_result(ctx, SURROGATE_REFUSAL)
@@ -373,7 +389,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
     own = touches_own_files(args, host.protected_paths()) if rule.cls != "readonly" else None
     action = None
     if wants_gate or own:
-        why = own or (IRREVERSIBLE if rule.matched else rule.note or IRREVERSIBLE)
+        why = own or _gate_reason(rule, wants_gate)
         action = _pass_gate(host, ctx, server, tool, rule, args, run_id, why)
         wants_gate = True
         if action is None:
@@ -444,6 +460,34 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
     _settle(host, ctx, action.id, rule, args, snapshot_out, read)
 
 
+LOST_CODE = -32003  # as the remote transports and serve answer a call whose answer is lost
+
+
+def _lost_answer(ctx: CallContext, why: str) -> dict:
+    """The answer to a call that was sent and whose answer can never come (the server exited,
+    or the proxy is shutting down): a JSON-RPC error ``-32003`` with
+    ``error.data.synartesis.outcome`` ``"unknown"``, the frame a remote transport makes up for
+    a lost answer, so every transport says it the same way."""
+    params = ctx.msg.get("params") if isinstance(ctx.msg.get("params"), dict) else {}
+    message = (f"synartesis: no answer to {params.get('name')}: {why}; whether the call was carried out is "
+               "unknown, and undo stops there until a person has checked (see `synartesis show`)")
+    return {"jsonrpc": "2.0", "id": ctx.msg.get("id"),
+            "error": {"code": LOST_CODE, "message": message, "data": {"synartesis": {"outcome": "unknown"}}}}
+
+
+def _gate_reason(rule: Rule, wants_gate: bool) -> str:
+    """Why a call is held, as the agent reads it: a reversible or compensable rule held by
+    ``gate: always`` is held because the policy asks for a person, not because it cannot be
+    undone (telling the agent so would send it looking for another tool)."""
+    if not rule.matched:
+        return rule.note or IRREVERSIBLE
+    if wants_gate and rule.gate == "always" and rule.cls in ("reversible", "compensable"):
+        undo = "undo it" if rule.cls == "reversible" else "compensate for it"
+        return (f"the policy asks a person to approve every call of this tool (rule {rule.match}: "
+                f"{rule.cls}, gate: always); synartesis can {undo} once it is done")
+    return IRREVERSIBLE
+
+
 def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
                run_id: str, why: str) -> Any:
     j = host.journal
@@ -494,10 +538,13 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         finally:
             if exc.kind == "timeout":
                 host.report_timeout(ctx)  # journalled first: what the agent is told is on record
+            elif exc.kind == "closed":  # the server died, or we were told to stop: still an answer
+                host.send_answer(ctx, _lost_answer(ctx, exc.message))
         return
     if msg is None:  # cancelled by the client after it was sent
         j.mark_unknown(action_id, "outcome unknown: the client cancelled the call after it was sent")
         return
+    raw = msg.line if isinstance(msg, LazyFrame) else None
     if isinstance(msg, LazyFrame):
         msg = msg.parse()
     if not isinstance(msg, dict):
@@ -569,6 +616,11 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
                     return None, f"post-state could not be captured: {observed.reason}"
                 return state, None
             post = post_state
+    deep = too_deep(result, raw)
+    if deep:  # the client has the answer; the journal keeps a note of it instead
+        notes.append(f"its result is nested {deep} levels deep, deeper than the {MAX_DEPTH} levels synartesis "
+                     "journals, so it was not kept")
+        result = {"synartesisNotKept": True, "depth": deep}
     j.defer_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
                     inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
     if notes:

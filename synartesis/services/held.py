@@ -22,7 +22,7 @@ from synartesis.policy.refs import RefError
 from synartesis.proxy.pipeline import resolve_call
 from synartesis.undo.servers import SpawnedServers
 
-__all__ = ["HeldPreview", "preview_held", "production_hits"]
+__all__ = ["HeldPreview", "preview_held", "production_hits", "PREVIEW_LINES", "DIFF_LINES"]
 
 _SNAPSHOT_FIELD = re.compile(r"^\$snapshot\.([A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -71,10 +71,52 @@ def _pairs(policy: Policy, a: ActionRow, args: Any) -> list[tuple[str, str]]:
     return out
 
 
+# What a preview shows at most (issue 8 of the adversarial review: a 3 MB held write made
+# `gates` run 74 s and print 10.5 MB). The diff is computed on the capped texts, so its cost is
+# bounded too; what was left out is said in the diff's last lines.
+PREVIEW_LINES = 400      # lines of each side compared
+PREVIEW_CHARS = 64_000   # characters of each side compared
+DIFF_LINES = 200         # lines of diff shown
+LINE_CHARS = 500         # characters of one diff line shown
+
+
+def _lines(text: str) -> list[str]:
+    # lines end at "\n" only (str.splitlines also breaks at CR, FF, U+2028…: the agent's text
+    # would be re-laid out instead of shown)
+    parts = text.split("\n")
+    return [x + "\n" for x in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _capped(text: str) -> tuple[list[str], int]:
+    """The first :data:`PREVIEW_LINES` lines (at most :data:`PREVIEW_CHARS` characters) of
+    ``text``, and how many lines ``text`` has."""
+    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    return _lines(text[:PREVIEW_CHARS])[:PREVIEW_LINES], total
+
+
+def _cut(line: str) -> str:
+    body = line.rstrip("\n")
+    if len(body) <= LINE_CHARS:
+        return line
+    return f"{body[:LINE_CHARS]}… ({len(body) - LINE_CHARS} more characters)\n"
+
+
 def _diff(before: str, after: str, name: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"{name} (now)", tofile=f"{name} (after this call)")
-    return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
+    """A unified diff of what ``after`` would change in ``before``, bounded: the first lines of
+    each side are compared (:data:`PREVIEW_LINES`, :data:`PREVIEW_CHARS`), at most
+    :data:`DIFF_LINES` lines of :data:`LINE_CHARS` characters are shown, and a ``… N more
+    lines`` tail says what was left out."""
+    old, old_total = _capped(before)
+    new, new_total = _capped(after)
+    lines = list(difflib.unified_diff(old, new, fromfile=f"{name} (now)", tofile=f"{name} (after this call)"))
+    out = "".join(_cut(x) if x.endswith("\n") else _cut(x) + "\n\\ No newline at end of file\n"
+                  for x in lines[:DIFF_LINES])
+    if len(lines) > DIFF_LINES:
+        out += f"… {len(lines) - DIFF_LINES} more lines of this diff\n"
+    if len(old) < old_total or len(new) < new_total:
+        out += (f"… {old_total - len(old)} more lines now and {new_total - len(new)} more lines after this call "
+                f"were not compared (the first {len(old)} and {len(new)} were)\n")
+    return out
 
 
 async def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | None, *, entry_env: Any = None,

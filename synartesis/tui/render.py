@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from rich.text import Text
 
 from synartesis.journal import RunRow
+from synartesis.printable import printable
 from synartesis.services.runs import CLASS_BADGE, ActionView
 
 __all__ = ["short", "when", "run_counts", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
@@ -44,18 +45,19 @@ def short(value: Any, limit: int = 96) -> str:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
         except (TypeError, ValueError):
             text = repr(value)
-    text = " ".join(text.split())  # no newlines inside a row
+    text = printable(" ".join(text.split()))  # no newlines inside a row; ESC, bidi… shown, not obeyed
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 def pretty(value: Any) -> str:
-    """Indented JSON for the detail view (text is shown as it is)."""
+    """Indented JSON for the detail view (text is shown as it is, control characters made
+    visible: :func:`~synartesis.printable.printable`)."""
     if isinstance(value, str):
-        return value
+        return printable(value, keep="\n\t")
     try:
-        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        return printable(json.dumps(value, ensure_ascii=False, indent=2, default=str), keep="\n")
     except (TypeError, ValueError):
-        return repr(value)
+        return printable(repr(value))
 
 
 def when(iso: str | None) -> str:
@@ -221,7 +223,7 @@ def held_lines(view: ActionView, production: list | None = None) -> list[Text]:
     if production:
         top.append(" PRODUCTION", "bold red")
     top.append(f" run {r.run_id[:8]}  ")
-    top.append(r.qualified, "bold yellow")
+    top.append(printable(r.qualified), "bold yellow")
     top.append(f" {short(view.args, 200)}")
     bottom = Text("      why: ", "dim")
     bottom.append(short(held_reason(view), 300))
@@ -246,7 +248,8 @@ def preview_text(preview: Any) -> Text:
     if preview.current is not None and preview.current.get("present") and preview.diffs:
         for arg, diff in preview.diffs:
             t.append(f"in {arg}:\n")
-            for line in diff.splitlines():
+            for line in diff.rstrip("\n").split("\n"):  # newlines only: a CR in the text is shown
+                line = printable(line, keep="\t")
                 t.append(line + "\n", "green" if line.startswith("+") else "red" if line.startswith("-") else "")
     elif preview.current is not None and preview.current.get("present"):
         t.append("now: " + pretty(preview.current.get("value")) + "\n")
