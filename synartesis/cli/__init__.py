@@ -20,13 +20,20 @@ def _saga(**kw: object) -> str:
     return rollback(**kw)  # type: ignore[arg-type]
 
 
+def _bridge():
+    """The stdio ↔ remote bridge module, given to the proxy from here (above both) so the proxy
+    imports nothing of the remote package; called only for ``proxy --url``."""
+    from synartesis.remote import bridge
+    return bridge
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m synartesis``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "proxy":
         from synartesis.proxy.main import main as proxy_main
 
-        sys.exit(proxy_main(args[1:], saga_hook=_saga))
+        sys.exit(proxy_main(args[1:], saga_hook=_saga, bridge=_bridge))
     if args and args[0] == "remote-relay":  # what undo, check, pin and init start for a remote server
         from synartesis.remote.relay import main as relay_main
 

@@ -134,11 +134,15 @@ def _options(opts: dict[str, str]):
                          saga="saga" in opts)
 
 
-def main(argv: list[str], saga_hook: Any = None) -> int:
+def main(argv: list[str], saga_hook: Any = None, bridge: Any = None) -> int:
     """Run the proxy; return the process exit code.
 
     ``saga_hook``: what rolls a run back in saga mode (the entry point passes
-    ``services.saga.rollback``; without one, saga mode is off).
+    ``services.saga.rollback``; without one, saga mode is off). ``bridge``: a callable returning
+    the remote bridge module (:mod:`synartesis.remote.bridge`: ``remote_spec``, ``open_remote``,
+    ``relay_launch``), called only when a ``--url`` flag is given; the entry point passes it so
+    the proxy never imports the remote package, which sits above it. Without one the remote form
+    is a usage error (exit 2).
     """
     try:
         opts, command = parse_args(argv)
@@ -166,7 +170,7 @@ def main(argv: list[str], saga_hook: Any = None) -> int:
     except ValueError as exc:
         code = _fail(f"bad option value: {exc}", 2)
     else:
-        code = _run(opts, command, popen, options, saga_hook)
+        code = _run(opts, command, popen, options, saga_hook, bridge)
     if popen is not None and popen.poll() is None:
         _stop(popen)
     return code
@@ -189,14 +193,14 @@ def _stop(popen) -> None:
             pass
 
 
-def _run(opts, command, popen, options, saga_hook=None) -> int:
+def _run(opts, command, popen, options, saga_hook=None, bridge=None) -> int:
     from synartesis import log as logmod
     from synartesis.errors import PolicyError
     from synartesis.paths import JOURNAL_ENV, Env, locate_journal, locate_policy
     from synartesis.policy.cache import cache_path, load_policy_cached
 
     env = Env.current()
-    remote = _remote_spec(opts)
+    remote = _remote_spec(opts, bridge)
     if isinstance(remote, int):
         return remote
     if remote is not None and command:
@@ -257,9 +261,9 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
     from synartesis.proxy.engine import Engine
     try:
         if remote is not None:  # the stdio <-> remote bridge: HTTP is imported only here
-            from synartesis.remote.bridge import open_remote, relay_launch
-            upstream = open_remote(server, remote, os.environ)
-            launch = relay_launch(server, remote)
+            mod = bridge()
+            upstream = mod.open_remote(server, remote, os.environ)
+            launch = mod.relay_launch(server, remote)
         else:
             from synartesis.proxy.stdio import StdioUpstream
             if popen is not None:
@@ -282,14 +286,15 @@ def _run(opts, command, popen, options, saga_hook=None) -> int:
         return _fail(str(exc), 1)
 
 
-def _remote_spec(opts: dict[str, str]):
+def _remote_spec(opts: dict[str, str], bridge: Any = None):
     """The ``--url`` form's spec; None for a command; an exit code for bad remote flags."""
     if not any(k in opts for k in _REMOTE_KEYS):
         return None
+    if bridge is None:
+        return _fail("the remote form (--url) runs through the synartesis command: synartesis proxy --url …", 2)
     from synartesis.errors import UsageError
-    from synartesis.remote.bridge import remote_spec
     try:
-        return remote_spec({k: opts[k].split("\n") for k in _REMOTE_KEYS if k in opts})
+        return bridge().remote_spec({k: opts[k].split("\n") for k in _REMOTE_KEYS if k in opts})
     except UsageError as exc:
         return _fail(str(exc), 2)
 
