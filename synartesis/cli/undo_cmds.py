@@ -107,7 +107,8 @@ class _Report:
         self.lines: list[str] = []
 
     def print(self, text: str = "") -> None:
-        text = printable(text)
+        # the report's own line breaks stay; the data in it was escaped by shown()
+        text = printable(text, keep="\n")
         if self.console is not None:
             self.console.print(text)
         else:

@@ -51,7 +51,15 @@ class Journal(TeamMixin):
         """
         db: Any
         if is_journal_url(path):
-            from synartesis.journal.postgres import PostgresBackend  # psycopg: only for a PostgreSQL journal
+            try:
+                from synartesis.journal.postgres import PostgresBackend  # psycopg: only for a PostgreSQL journal
+            except ModuleNotFoundError as exc:
+                if exc.name != "psycopg":
+                    raise
+                from synartesis.errors import JournalConfigError
+                raise JournalConfigError(
+                    "a postgresql:// journal needs psycopg, which is not installed here: "
+                    "pip install 'psycopg[binary]' (in a checkout: pip install -e '.[postgres]')") from None
             from synartesis.paths import journal_location
             db = PostgresBackend.open(journal_location(path), create=create)  # a JournalURL keeps its password
         else:
