@@ -338,6 +338,17 @@ _current: Procs | None = None
 SESSION_PIDS: set[int] = set()
 
 
+def own_descendants() -> list[int]:
+    """This test process's live descendants, less the session fixtures' servers and their
+    children (PostgreSQL's postmaster and workers outlive every test by design)."""
+    shared: set[int] = set()
+    for pid in list(SESSION_PIDS):
+        if _alive(pid):
+            shared.add(pid)
+            shared.update(descendants(pid))
+    return [pid for pid in descendants(os.getpid()) if pid not in shared]
+
+
 def current_procs() -> Procs:
     """The running test's registry (set by the ``procs`` fixture)."""
     if _current is None:

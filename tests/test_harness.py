@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from helpers import HomeWatch, descendants
+from helpers import HomeWatch, own_descendants
 
 TESTS = Path(__file__).resolve().parent
 
@@ -80,7 +80,7 @@ def test_a_failing_test_never_hangs_the_suite_and_leaves_no_process(pytester, mo
     started = dict(line.split() for line in pids.read_text().splitlines())
     assert set(started) == {"stubborn", "orphan", "holder", "leak"}
     assert not [name for name, pid in started.items() if _alive(int(pid))]
-    assert descendants(os.getpid()) == []
+    assert own_descendants() == []
 
 
 # -- the tripwire ---------------------------------------------------------------------------

@@ -9,7 +9,6 @@ import helpers
 import pytest
 
 from synartesis.journal.liveness import (
-    client_process,
     host_name,
     pid_alive,
     process_state,
@@ -53,8 +52,8 @@ def test_a_child_sees_its_launcher_through_shell_wrappers():
     direct = helpers.run([sys.executable, "-c", code], text=True, check=True).stdout.split()
     wrapped = helpers.run(["sh", "-c", f"exec env sh -c '\"{sys.executable}\" -c \"{code}\"'"],
                           text=True, check=True).stdout.split()
+    # (not compared with os.getppid(): pytest itself may run under a shell wrapper, as in CI)
     assert direct == wrapped == [str(os.getpid()), start_token(os.getpid())]
-    assert client_process().pid == os.getppid()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="zombies are read from /proc")

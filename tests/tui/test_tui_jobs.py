@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers import descendants, run_async
+from helpers import own_descendants, run_async
 from test_tui import World
 
 from synartesis.proxy import upstream
@@ -17,12 +17,11 @@ from synartesis.tui import jobs
 
 def _live_children(grace: float = 3.0) -> list[int]:
     """Our live descendants, after giving a closing server ``grace`` seconds to exit."""
-    import os
     import time
 
     end = time.monotonic() + grace
     while True:
-        left = descendants(os.getpid())
+        left = own_descendants()
         if not left or time.monotonic() > end:
             return left
         time.sleep(0.05)
