@@ -467,7 +467,10 @@ class HttpUpstream:
         """Send one HTTP request (streamed), following only redirects that keep the method and
         stay on the origin. Raises :class:`_Gone` (``sent=False``) when nothing reached the server."""
         assert self._client is not None
-        target = httpx2.URL(url)
+        try:  # a ${VAR} URL may expand to something unparsable (a line break): an answer, not a hang
+            target = httpx2.URL(url)
+        except httpx2.InvalidURL as exc:
+            raise _Gone(f"bad URL {safe_url(url)}: {exc}", sent=False) from exc
         for _ in range(_MAX_REDIRECTS + 1):
             request = self._client.build_request(method, target, content=content, headers=headers)
             try:
@@ -481,8 +484,12 @@ class HttpUpstream:
                 # the request was on its way: whether the server got (and ran) it is unknown
                 raise _Gone(f"the connection to {safe_url(str(target))} dropped: {_reason(exc)}", sent=True) from exc
             if response.status_code in (307, 308) and "location" in response.headers:
-                location = target.join(response.headers["location"])
                 await response.aclose()
+                try:  # the server chose the Location: a bad one is the server's refusal, not a hang
+                    location = target.join(response.headers["location"])
+                except httpx2.InvalidURL as exc:
+                    raise _Gone(f"{safe_url(str(target))} redirected to an unparsable location: {exc}; not followed",
+                                sent=False, status=response.status_code) from exc
                 if not _same_origin(target, location) or (location.userinfo and location.userinfo != target.userinfo):
                     raise _Gone(f"{safe_url(str(target))} redirected to {safe_url(str(location))}, another origin; "
                                 "not followed (use that URL in the entry if it is the intended server)",

@@ -45,6 +45,8 @@ class Hostile(http.server.BaseHTTPRequestHandler):
             self._send(307, headers={"location": "/ok"})
         elif path == "/302":
             self._send(302, headers={"location": "/ok"})
+        elif path == "/bad-location":
+            self._send(307, headers={"location": "http://[::1/x"})
         elif path == "/cross":
             self._send(307, headers={"location": f"http://127.0.0.1:{Hostile.other_port}/ok"})
         elif path == "/slow":
@@ -117,6 +119,14 @@ def test_redirects_that_change_the_method_or_the_origin_are_not_followed(hostile
     msg = frames[-1][1]
     assert why in msg["error"]["message"] and msg["error"]["data"]["synartesis"]["outcome"] == "not sent"
     assert [p for p, _ in Hostile.seen[before:]] == [path]
+
+
+@pytest.mark.parametrize("path,why", [("/bad-location", "unparsable location"), ("/\r\nx", "bad URL")])
+def test_an_unparsable_url_or_redirect_location_is_answered_not_sent_never_left_waiting(hostile, path, why):
+    # a ${VAR} URL that expands to a line break, or a server's 307 to a Location that does not parse
+    frames, _ = ask(hostile, path)
+    msg = frames[-1][1]
+    assert why in msg["error"]["message"] and msg["error"]["data"]["synartesis"]["outcome"] == "not sent"
 
 
 @pytest.mark.parametrize("path", ["/not-jsonrpc", "/err500", "/html"])
