@@ -11,6 +11,25 @@ from synartesis.errors import SynartesisError
 
 __all__ = ["app", "run", "COMMAND_MODULES"]
 
+def _hide_flag_types() -> None:
+    """typer 0.29 prints a type column for every option, ``<bool>`` for flags too, which reads
+    as if ``--dry-run`` took a value. Flags show no type; options with values keep theirs."""
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "_synartesis", False):
+        return
+
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich._synartesis = True  # type: ignore[attr-defined]
+    option.display_type_rich = display_type_rich
+
+
+_hide_flag_types()
+
 app = typer.Typer(
     name="synartesis",
     help=(

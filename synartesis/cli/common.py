@@ -18,8 +18,8 @@ from synartesis.printable import printable
 __all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "printable", "shorten",
            "visible", "shown", "journal_for"]
 
-ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="P")
-JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="P")
+ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="FILE")
+JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="FILE")
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output.")
 
 

@@ -13,7 +13,7 @@ from synartesis.cli.common import JournalOpt, ManifestOpt
 
 
 @app.command("desktop")
-def desktop_cmd(port: int = typer.Option(0, "--port", help="Port to listen on (default: any free port).", metavar="P"),
+def desktop_cmd(port: int = typer.Option(0, "--port", help="Port to listen on (default: any free port).", metavar="PORT"),
                 host: str = typer.Option("127.0.0.1", "--host", help="Loopback address to listen on (127.0.0.1 or ::1; nothing else is accepted)."),
                 no_browser: bool = typer.Option(False, "--no-browser", help="Print the address instead of opening a window."),
                 by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes (default: the OS user)."),

@@ -275,10 +275,8 @@ def _status_line(r: Any) -> str:
     if r.reason:
         line += f" — {r.reason}"
     if r.policy:
-        pol = r.policy["source"] + (f" {r.policy['policy_id']}" if r.policy.get("policy_id") else "")
-        if r.policy.get("provenance"):
-            pol += f", {r.policy['provenance']}"
-        line += f" · policy {pol} · {r.policy['todo']} gated/TODO · {r.policy['pins']} pins"
+        from synartesis.services.status import policy_summary
+        line += f" · {policy_summary(r.policy)}"
     if getattr(r, "sign_in", None):  # a bridged remote server
         line += f" · sign-in: {r.sign_in}"
     return line

@@ -36,14 +36,14 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
     table = Table(box=None, pad_edge=False)
     for col in (("run", "session", "agent", "status", "started", "actions") if runs
                 else ("session / run", "agent / servers", "status", "started", "actions")):
-        table.add_column(col, justify="right" if col == "actions" else "left")
+        table.add_column(col)
     if runs:
         for r in flat:
             table.add_row(r.id[:8], (r.session_id or "-")[:10], shown(r.label or "-", line=True), _status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     for s in sessions:
         table.add_row(f"[bold]{s.session.id[:10]}[/]", shown(s.who, line=True), s.shown_status, s.session.started_at,
-                      _counts(s.actions, s.count("unknown"), s.count("gated"), f"{len(s.runs)} run{'s' if len(s.runs) != 1 else ''} · "))
+                      _counts(s.actions, s.count("unknown"), s.count("gated"), suffix=f" in {len(s.runs)} run{'s' if len(s.runs) != 1 else ''}"))
         for r in s.runs:
             table.add_row(f"  run {r.id[:8]}", shown(", ".join(sorted(r.servers)) or "-"), _status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
@@ -54,13 +54,13 @@ def _status(r: RunRow) -> str:
     return r.shown_status + (" (proxy gone)" if r.stale else "")
 
 
-def _counts(n: int, unknown: int, held: int, prefix: str = "") -> str:
+def _counts(n: int, unknown: int, held: int, suffix: str = "") -> str:
     extra = []
     if unknown:
         extra.append(f"{unknown} of unknown outcome")
     if held:
         extra.append(f"{held} awaiting approval")
-    return f"{prefix}{n}" + (f" ({'; '.join(extra)})" if extra else "")
+    return f"{n}{suffix}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
 @app.command("show")

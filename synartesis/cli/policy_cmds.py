@@ -45,7 +45,7 @@ def _proxy_hint(name: str, policy_path: str, argv: list[str]) -> str:
     return f"{head} -- {shlex.join(argv)}"
 
 
-@app.command()
+@app.command(short_help="Start a server and write its policy: the shipped one if recognised, else a fail-closed draft.")
 def init(
     name: str = typer.Argument(..., help="The server's name (the name your MCP client uses)."),
     command: Optional[List[str]] = typer.Argument(None, metavar="-- COMMAND [ARGS]...",
@@ -131,7 +131,7 @@ def _render_check(console: Console, result: CheckResult) -> None:
         console.print(Text(f"{result.problems} problem(s) found.", style="bold red"))
 
 
-@app.command()
+@app.command(short_help="Load the policy, start its servers and report what does not match (exit 1 on problems).")
 def check(
     server: Optional[str] = typer.Option(None, "--server", help="Check only this server."),
     manifest: Optional[str] = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
@@ -144,7 +144,7 @@ def check(
     raise typer.Exit(0 if result.ok else 1)
 
 
-@app.command()
+@app.command(short_help="Print a `pins:` block per server (sha256 of each tool's schema) to paste into the policy.")
 def pin(
     server: Optional[str] = typer.Option(None, "--server", help="Pin only this server."),
     manifest: Optional[str] = typer.Option(None, "--manifest", help=_MANIFEST_HELP),

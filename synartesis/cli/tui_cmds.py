@@ -54,12 +54,22 @@ def plain_console(manifest: Optional[str], journal: Optional[str]) -> str:
                        production=snap.production)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from synartesis import __version__
+
+        sys.stdout.write(f"synartesis {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback(invoke_without_command=True,
               epilog="With no command, synartesis opens the console: runs, held calls, clients and undo on one screen "
                      "(piped: one plain frame of runs and held calls).")
 def console_callback(ctx: typer.Context,
                      manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
-                     by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes from the console (default: the OS user).")) -> None:
+                     by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes from the console (default: the OS user)."),
+                     version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                                  help="Print the version and exit.")) -> None:
     """With no command: the console (runs, held calls, clients, undo) on a terminal, one plain frame when piped."""
     if ctx.invoked_subcommand is not None:
         given = [name for name, value in (("--manifest", manifest), ("--journal", journal), ("--by", by))

@@ -102,6 +102,7 @@ def has_surrogate(value: Any) -> bool:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -134,6 +135,13 @@ def classify(value: Any, fmt: str) -> tuple[str, str]:
             return "invalid", f"type {typ!r} with a command"
         return "stdio", ""
     if has_url or (isinstance(typ, str) and typ in REMOTE_TYPES):
+        url = value.get("url")
+        if has_url and not isinstance(url, str):
+            return "invalid", "url is not a string"
+        if isinstance(url, str) and _CONTROL.search(url):
+            # a line break or NUL cannot be in a URL (RFC 3986); an HTTP client would refuse it
+            # at the first request, or split the request line, so it is never bridged
+            return "invalid", "url contains a line break or another control character"
         return "remote", "remote server (url)"
     return "invalid", "neither command nor url"
 

@@ -193,7 +193,14 @@ def client_process(pid: int | None = None) -> ClientProcess:
 
 
 # Set by shells (and terminal geometry) on the way to the proxy: nothing a server reads.
-_BOOKKEEPING = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
+# Variables a client sets for its own bookkeeping, its terminal or its identity, which no server
+# reads to find its data: naming them made every undo warn "undo cannot give it again" (USER,
+# NO_COLOR from Claude Code and Codex). USER/LOGNAME are the OS user's, which undo runs as too.
+_BOOKKEEPING = frozenset({
+    "PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES",
+    "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE",
+    "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "USER", "LOGNAME",
+})
 
 
 def _environ_of(pid: int) -> dict[str, str] | None:

@@ -828,8 +828,15 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             policy_new = None
     home_given = env.get("SYNARTESIS_HOME")
     if home_given and Path(home_given).expanduser() != env.home / ".synartesis":
-        warnings.append("SYNARTESIS_HOME is set: Claude Desktop and Codex do not pass it to servers, so "
-                        "their proxies look for the policy in ~/.synartesis")
+        # Claude Code, started from this shell, passes its environment on; Claude Desktop and
+        # Cursor are started by the desktop, and Codex passes servers a fixed list of variables
+        # (CLIENTS.md §3): their proxies would not see it. Say so only for those being wrapped.
+        blind = sorted({fp.client_name for fp in plans if fp.client != "claude-code"
+                        and any(e.action == "wrap" for e in fp.entries)})
+        if blind:
+            warnings.append(f"SYNARTESIS_HOME is set, but {', '.join(blind)} do not pass it to the servers they "
+                            "start, so their proxies will use the policy and journal in ~/.synartesis. Unset it "
+                            "before installing, or set it in each of those entries' env.")
     kept = {p["policy_key"] for fp in plans for p in fp.pending}
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,

@@ -152,6 +152,18 @@ def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
             "pins": len(spec.get("pins") or {}) if isinstance(spec.get("pins"), dict) else 0}
 
 
+def policy_summary(info: dict[str, Any]) -> str:
+    """One line for a status row's policy (``info`` is :func:`_policy_info`'s dict), as
+    ``policy shipped memory, <provenance> · 2 rules held for approval · 0 pins``; the CLI and
+    the console print the same words."""
+    pol = str(info.get("source", "?")) + (f" {info['policy_id']}" if info.get("policy_id") else "")
+    if info.get("provenance"):
+        pol += f", {info['provenance']}"
+    held, pins = int(info.get("todo") or 0), int(info.get("pins") or 0)
+    return (f"policy {pol} · {held} rule{'s' if held != 1 else ''} held for approval"
+            f" · {pins} pin{'s' if pins != 1 else ''}")
+
+
 def collect_status(env: Env, client: str | None = None, system_root: Path | None = None) -> StatusReport:
     """Look at every config of the chosen clients and compare with the install record.
 

@@ -270,11 +270,8 @@ def client_lines(row: Any) -> list[Text]:
     top.append(f" {row.state:<13} [{short(scope, 30)}]")
     bottom = Text("      ")
     if row.policy:
-        p = row.policy
-        pol = p.get("source", "?") + (f" {p['policy_id']}" if p.get("policy_id") else "")
-        if p.get("provenance"):
-            pol += f", {p['provenance']}"
-        bottom.append(f"policy {pol} · {p.get('todo', 0)} gated/TODO · {p.get('pins', 0)} pins")
+        from synartesis.services.status import policy_summary
+        bottom.append(policy_summary(row.policy))
     else:
         bottom.append(short(row.reason or "no policy", 120), "dim")
     if row.drift:

@@ -71,3 +71,16 @@ def test_a_killed_proxy_its_client_has_not_reaped_yet_is_gone(tmp_path):
     assert pid_alive(child.pid)  # the pid still answers signal 0 ...
     assert process_state(child.pid, token) == "gone"  # ... but the proxy is gone
     child.wait()
+
+
+def test_env_given_by_client_names_what_the_entry_set_but_not_terminal_or_identity_variables():
+    from synartesis.journal.liveness import _environ_of, client_process, env_given_by_client
+
+    client = client_process()
+    theirs = _environ_of(client.pid) if client.pid else None
+    if theirs is None:
+        pytest.skip("the client's environment cannot be read here")
+    mine = {k: v for k, v in theirs.items() if v}
+    mine.update({"MEMORY_FILE_PATH": "/data/graph.json", "NO_COLOR": "1", "FORCE_COLOR": "0",
+                 "USER": "someone-else", "TERM": "dumb", "LOGNAME": "someone-else"})
+    assert env_given_by_client(mine) == ["MEMORY_FILE_PATH"]

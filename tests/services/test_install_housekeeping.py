@@ -79,3 +79,19 @@ def test_a_leftover_beside_our_own_record_is_removed_and_said(fake_home, tmp_pat
     stale.write_text("{half")
     r = cli(tmp_path, "uninstall", "--dry-run")
     assert not stale.exists() and f"removed {stale}" in r.stdout, r.stdout
+
+
+def test_a_custom_synartesis_home_warns_only_for_clients_that_do_not_pass_it_on(fake_home, tmp_path, monkeypatch):
+    from synartesis.services.install import plan_install
+    from installkit import options
+
+    monkeypatch.setenv("SYNARTESIS_HOME", str(fake_home / "elsewhere"))
+    place(fake_home, "claude-code", CFG)
+    only_code = plan_install(make_env(fake_home), options(tmp_path))
+    assert not [w for w in only_code.warnings if "SYNARTESIS_HOME" in w]  # Claude Code passes its env on
+
+    place(fake_home, "cursor", CFG)
+    place(fake_home, "codex", '[mcp_servers.b]\ncommand = "npx"\nargs = ["-y", "b"]\n')
+    both = plan_install(make_env(fake_home), options(tmp_path))
+    [warning] = [w for w in both.warnings if "SYNARTESIS_HOME" in w]
+    assert "Codex, Cursor do not pass it" in warning and "Claude Code" not in warning

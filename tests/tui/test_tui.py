@@ -576,7 +576,7 @@ def test_clients_view_shows_the_same_rows_as_status(world, fake_home, tmp_path):
                    [(r.name, r.state, r.covered) for r in after.rows]
             mem = next(ln for ln in text.splitlines() if " mem" in ln)
             assert mem.lstrip("❯ ").startswith("✓") and "wrapped" in mem
-            assert "policy shipped memory" in text and "gated/TODO" in text
+            assert "policy shipped memory" in text and "held for approval" in text
             await pilot.press("escape")
             assert app.view == "runs"
 
