@@ -74,7 +74,11 @@ def test_a_killed_proxy_its_client_has_not_reaped_yet_is_gone(tmp_path):
 
 
 def test_env_given_by_client_names_what_the_entry_set_but_not_terminal_or_identity_variables():
-    from synartesis.journal.liveness import _environ_of, client_process, env_given_by_client
+    from synartesis.journal.liveness import (
+        _environ_of,
+        client_process,
+        env_given_by_client,
+    )
 
     client = client_process()
     theirs = _environ_of(client.pid) if client.pid else None

@@ -82,8 +82,9 @@ def test_a_leftover_beside_our_own_record_is_removed_and_said(fake_home, tmp_pat
 
 
 def test_a_custom_synartesis_home_warns_only_for_clients_that_do_not_pass_it_on(fake_home, tmp_path, monkeypatch):
-    from synartesis.services.install import plan_install
     from installkit import options
+
+    from synartesis.services.install import plan_install
 
     monkeypatch.setenv("SYNARTESIS_HOME", str(fake_home / "elsewhere"))
     place(fake_home, "claude-code", CFG)
