@@ -319,6 +319,10 @@ def status(
     for f in report.files:
         if f["status"] != "ok":
             out.print(f"[red]✗[/red] {shown(f['message'])}")
+    if report.policy_error:
+        out.print(f"[red]✗[/red] {shown(report.policy_error)}")
+        out.print("  Every wrapped server's proxy refuses to start until the policy loads "
+                  "(`synartesis check` says the same).")
     if not report.rows:
         out.print("No MCP servers found in any client config.")
     current = None
@@ -330,8 +334,10 @@ def status(
         out.print("  " + _status_line(r), markup=False, highlight=False)
         for d in r.drift:
             out.print(f"      drift: {d}", markup=False, highlight=False)
-    covered = sum(1 for r in report.rows if r.covered)
-    out.print(f"{covered} of {len(report.rows)} server entries covered; policy: {shown(report.policy_path)}")
+    covered = 0 if report.policy_error else sum(1 for r in report.rows if r.covered)
+    out.print(f"{covered} of {len(report.rows)} server entries covered"
+              + (" (the policy does not load)" if report.policy_error else "")
+              + f"; policy: {shown(report.policy_path)}")
     raise typer.Exit(report.exit_code)
 
 

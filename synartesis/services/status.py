@@ -109,23 +109,26 @@ class StatusReport:
     files: list[dict[str, Any]]
     warnings: list[str]
     policy_path: str
+    policy_error: str | None = None  # the user policy does not load: every wrapped proxy refuses to start
 
     @property
     def ok(self) -> bool:
-        """True when every server is covered, nothing drifted and every file was read."""
-        return (all(r.covered and not r.drift for r in self.rows)
+        """True when the policy loads, every server is covered, nothing drifted and every file
+        was read."""
+        return (self.policy_error is None and all(r.covered and not r.drift for r in self.rows)
                 and all(f["status"] == "ok" for f in self.files))
 
     @property
     def exit_code(self) -> int:
-        """0 all covered; 2 a client config is not valid (does not parse, wrong types); else 1."""
-        if any(f["status"] != "ok" and f.get("code") == 2 for f in self.files):
+        """0 all covered; 2 the policy does not load or a client config is not valid (does not
+        parse, wrong types); else 1."""
+        if self.policy_error is not None or any(f["status"] != "ok" and f.get("code") == 2 for f in self.files):
             return 2
         return 0 if self.ok else 1
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape (keys pinned by tests)."""
-        return {"ok": self.ok, "policy": self.policy_path, "files": self.files,
+        return {"ok": self.ok, "policy": self.policy_path, "policy_error": self.policy_error, "files": self.files,
                 "servers": [asdict(r) for r in self.rows], "warnings": self.warnings}
 
 
@@ -185,6 +188,16 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     except yaml.YAMLError:
         pdata = None
     rules = pdata.get("tools", []) if isinstance(pdata, dict) and isinstance(pdata.get("tools"), list) else []
+    policy_error = None
+    if ptext is not None:
+        # valid YAML is not a valid policy: an unknown key or a bad reference makes every
+        # installed proxy refuse to start, which "covered" must not hide
+        from synartesis.errors import PolicyError
+        from synartesis.policy.loader import parse_policy
+        try:
+            parse_policy(ptext, str(policy_path))
+        except PolicyError as exc:
+            policy_error = exc.message
     found = discover(env, clients)
     warnings = list(found.notes) + tidy_own_files(env, [f.target for f in found.files])
     rows: list[StatusRow] = []
@@ -322,4 +335,4 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                               rec.get("name", ""), False, "removed", reason, rec.get("project"),
                               rec.get("policy_key"), pinfo(rec.get("policy_key")),
                               ["removed since install; `synartesis install` forgets it"]))
-    return StatusReport(rows, files, warnings, str(policy_path))
+    return StatusReport(rows, files, warnings, str(policy_path), policy_error)

@@ -92,7 +92,7 @@ def test_status_cli_json_keys_and_exit_codes(fake_home, tmp_path):
     p = helpers.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
-    assert set(doc) == {"ok", "policy", "files", "servers", "warnings"}
+    assert set(doc) == {"ok", "policy", "policy_error", "files", "servers", "warnings"}
     assert set(doc["servers"][0]) == {"client", "client_name", "file", "scope", "name", "covered", "state", "reason",
                                       "project", "policy_key", "policy", "drift", "sign_in"}
     install(make_env(fake_home), tmp_path)
@@ -114,3 +114,24 @@ def test_a_drafted_rule_held_by_gate_always_counts_as_a_todo_whatever_its_class(
              {"match": "other.x", "class": "irreversible"}]
     info = _policy_info("notes", {"notes": {}}, tools, {})
     assert info["todo"] == 2
+
+
+def test_a_policy_that_is_yaml_but_does_not_load_is_not_reported_covered(fake_home, tmp_path):
+    # found by a new user: `clas:` for `class:` made every proxy refuse to start while status
+    # said "2 of 2 covered" and exited 0
+    place(fake_home, "cursor", CURSOR)
+    env = dict(os.environ)
+    install(make_env(fake_home), tmp_path)
+    policy = Path(env.get("SYNARTESIS_HOME") or fake_home / ".synartesis") / "synartesis.yaml"
+    text = policy.read_text()
+    assert "    class: " in text
+    policy.write_text(text.replace("    class: ", "    clas: ", 1))
+    p = helpers.run([sys.executable, "-m", "synartesis", "status"], capture_output=True, text=True, env=env,
+                    cwd=tmp_path, timeout=60)
+    assert p.returncode == 2, p.stdout
+    assert "unknown key 'clas'" in p.stdout and "synartesis.yaml:" in p.stdout
+    assert "0 of 2 server entries covered (the policy does not load)" in p.stdout
+    p = helpers.run([sys.executable, "-m", "synartesis", "status", "--json"], capture_output=True, text=True,
+                    env=env, cwd=tmp_path, timeout=60)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and doc["ok"] is False and "clas" in doc["policy_error"]
