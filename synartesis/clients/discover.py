@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 from synartesis import fsops
 from synartesis.clients.adapters import ConfigView, adapter_for
@@ -61,8 +61,14 @@ def read_location(desc: ClientDescriptor, loc: ConfigLocation) -> FoundFile:
     return found
 
 
-def discover(env: Env, clients: Sequence[ClientDescriptor]) -> Discovery:
-    """User files first (per client), then the project files they lead to."""
+def discover(env: Env, clients: Sequence[ClientDescriptor],
+             known_projects: Mapping[str, Iterable[str]] | None = None) -> Discovery:
+    """User files first (per client), then the project files they lead to.
+
+    ``known_projects``: client id → project roots synartesis wrapped a file in before (from
+    the install record). They are looked in too, wherever the command runs: a Cursor project
+    found by walking up from one folder must not read as "removed" from another.
+    """
     out = Discovery()
     for desc in clients:
         locs, notes = user_locations(desc, env)
@@ -71,6 +77,9 @@ def discover(env: Env, clients: Sequence[ClientDescriptor]) -> Discovery:
         out.files += users
         values = [f.view.value for f in users if f.view is not None]
         roots = project_roots(desc, env, values)
+        for key in (known_projects or {}).get(desc.id, ()):
+            if key and not any(k == key or Path(k) == Path(key) for k, _ in roots):
+                roots.append((key, Path(key)))
         if desc.id == "codex":
             trusted = set()
             for v in values:

@@ -505,7 +505,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     policy_bytes = fsops.read_bytes(policy_path)
     policy_old = policy_bytes.decode("utf-8", "replace") if policy_bytes is not None else None
     declared = _policy_servers(policy_old, policy_path)
-    found = discover(env, clients)
+    found = discover(env, clients, state.projects())
     warnings = list(found.notes) + tidy_own_files(env, [f.target for f in found.files])
 
     keys = _Keys()

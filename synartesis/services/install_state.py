@@ -63,6 +63,17 @@ class InstallState:
         """Entries recorded for one resolved file path."""
         return [e for e in self.entries if e.get("target") == target]
 
+    def projects(self) -> dict[str, list[str]]:
+        """Client id → the project roots of the project-scope files synartesis wrapped, for
+        :func:`synartesis.clients.discover.discover` (``known_projects``)."""
+        out: dict[str, list[str]] = {}
+        for e in self.entries:
+            if e.get("scope") == "project" and isinstance(e.get("project"), str) and isinstance(e.get("client"), str):
+                roots = out.setdefault(e["client"], [])
+                if e["project"] not in roots:
+                    roots.append(e["project"])
+        return out
+
     def find(self, target: str, locator: list[str]) -> dict[str, Any] | None:
         """The entry recorded for ``locator`` in ``target``."""
         for e in self.entries:

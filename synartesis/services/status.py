@@ -198,7 +198,7 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
             parse_policy(ptext, str(policy_path))
         except PolicyError as exc:
             policy_error = exc.message
-    found = discover(env, clients)
+    found = discover(env, clients, state.projects())
     warnings = list(found.notes) + tidy_own_files(env, [f.target for f in found.files])
     rows: list[StatusRow] = []
     files: list[dict[str, Any]] = []

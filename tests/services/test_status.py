@@ -135,3 +135,19 @@ def test_a_policy_that_is_yaml_but_does_not_load_is_not_reported_covered(fake_ho
                     env=env, cwd=tmp_path, timeout=60)
     doc = json.loads(p.stdout)
     assert p.returncode == 2 and doc["ok"] is False and "clas" in doc["policy_error"]
+
+
+def test_a_wrapped_cursor_project_file_is_checked_from_any_folder(fake_home, tmp_path):
+    # found by a new user: run from another folder, status said the entry was "removed" and
+    # install would forget it, though the project file still held the wrapped entry
+    proj = tmp_path / "proj"
+    (proj / ".cursor").mkdir(parents=True)
+    (proj / ".cursor" / "mcp.json").write_text('{"mcpServers": {"pf": {"command": "uvx", "args": ["x"]}}}')
+    place(fake_home, "cursor", '{"mcpServers": {}}')
+    install(make_env(fake_home, cwd=proj), tmp_path, client="cursor", include_project_files=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for cwd in (proj, elsewhere):
+        report = collect_status(make_env(fake_home, cwd=cwd), system_root=tmp_path / "system")
+        [row] = [r for r in report.rows if r.name == "pf"]
+        assert row.state == "wrapped" and row.covered and not row.drift, (cwd, row)
