@@ -123,8 +123,12 @@ def _render_check(console: Console, result: CheckResult) -> None:
                 console.print(Text(f"      {p}", style="red"))
         elif s.started:
             console.print(Text(f"  pins: {s.pinned} pinned, all hold"))
-    console.print(Text(f"{result.rule_count} rules, {result.guarded} of them may hold a call for approval. "
-                       "Anything no rule covers is treated as irreversible and held."))
+    n, held = result.rule_count, result.guarded
+    loose = sum(len(s.uncovered) for s in result.servers)
+    console.print(Text(f"{n} rule{'s' if n != 1 else ''}, {held} of them hold{'s' if held == 1 else ''} calls for approval"
+                       + (f"; {loose} tool{'s' if loose != 1 else ''} no rule covers {'are' if loose != 1 else 'is'} "
+                          "held too" if loose else "; anything no rule covers is treated as irreversible and held")
+                       + "."))
     if result.ok:
         console.print(Text("No problems found.", style="green"))
     else:

@@ -114,12 +114,17 @@ async def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, pol
         try:
             from synartesis.undo.launch import launch_specs
 
-            launch, _problems = launch_specs({spec.name}, {}, policy, environ)
+            from synartesis.services.launch_env import entry_env
+
+            launch, _problems = launch_specs({spec.name}, {}, policy, environ, entry_env=entry_env)
             if spec.name in launch:
                 env = launch[spec.name].env
                 cwd = launch[spec.name].cwd
         except ImportError:  # pragma: no cover - undo not installed
             pass
+    # the client entry's env can give what this shell does not (as undo takes it): a variable set
+    # that way was not started empty, so its note would be wrong (a new user's finding)
+    notes = [n for n in notes if not env.get(n.split(":", 1)[0].rsplit(".", 1)[-1])]
     command, args = spec.command, list(spec.args)
     from synartesis.redact import SECRET_MARK
     from synartesis.services.launch_env import entry_launch

@@ -115,3 +115,25 @@ def test_unset_env_reference_is_reported_not_leaked(tmp_path: Path, synartesis_c
     assert res.returncode == 0, res.stdout
     assert "is not set" not in res.stdout
     assert secret not in res.stdout + res.stderr
+
+
+def test_a_variable_the_client_entry_sets_is_not_reported_unset(tmp_path: Path, synartesis_cmd, memory_server,
+                                                                 monkeypatch, fake_home) -> None:
+    # found by a new user: check said MEMORY_FILE_PATH "is not set here, so it was started with
+    # it empty (undo would do the same)" while undo took it from the client entry
+    monkeypatch.delenv("MEMORY_FILE_PATH", raising=False)
+    store = tmp_path / "graph.jsonl"
+    cfg = fake_home / ".cursor" / "mcp.json"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(json.dumps({"mcpServers": {"mem": {"command": memory_server[0], "args": memory_server[1:],
+                                                       "env": {"MEMORY_FILE_PATH": str(store)}}}}))
+    policy = tmp_path / "p.yaml"
+    origin = json.dumps({"client": "cursor", "file": str(cfg), "scope": "user", "entry": "mem"})
+    policy.write_text("version: 1\nservers:\n" + _server("mem", memory_server,
+                      "    env: {MEMORY_FILE_PATH: \"${MEMORY_FILE_PATH}\"}\n"
+                      f"    origin: {origin}\n") +
+                      "tools:\n  - {match: \"mem.*\", class: readonly}\n")
+    res = _run(synartesis_cmd + ["check", "--manifest", str(policy)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "is not set" not in res.stdout
+    assert str(store) not in res.stdout + res.stderr
