@@ -207,6 +207,9 @@ def install(
                 out.print("    " + _entry_line(e), markup=False, highlight=False)
         for key, err in plan.start_errors.items():
             out.print(f"[yellow]![/yellow] {shown(key)} did not start ({shown(err)}); it gets a catch-all gated draft")
+        if plan.start_errors:
+            out.print("  (a server that is slow to start the first time, such as `npx -y …`: try again with "
+                      "`--timeout 60`; `--no-start` adopts shipped policies without starting servers)")
         for p in plan.policy_plans:
             prov = f", provenance {p.provenance}" if p.provenance else ""
             out.print(f"  policy {shown(p.name)}: {shown(p.source)}{shown(prov)} — {shown(p.reason)}")
@@ -363,10 +366,11 @@ def uninstall(
     env = Env.current()
     out = console()
     if from_backup is not None:
+        check = restore_from_backup(env, from_backup, dry_run=True)  # refuses what the real run refuses
         if dry_run:
-            out.print(f"dry run: would restore the file {shown(from_backup)} was taken from")
+            out.print(f"dry run: would put {shown(check.path)} back from {shown(check.backup)}; nothing was written")
             raise typer.Exit(0)
-        if not _confirm(f"Replace the file with the backup {from_backup}?", yes, json_out):
+        if not _confirm(f"Replace {check.path} with the backup {from_backup}?", yes, json_out):
             out.print("Nothing was written.")
             raise typer.Exit(1)
         res = restore_from_backup(env, from_backup)

@@ -362,7 +362,7 @@ async def _step_undo(d: _Demo, step: DemoStep, run_id: str, seed: bytes) -> None
 
 async def _step_drift(d: _Demo, step: DemoStep) -> None:
     tool, args = AGENT_EDIT
-    step.say(f"The agent, in a new session: crm.{tool} {json.dumps(args)}")
+    step.say(f"The agent connects again (a new run): crm.{tool} {json.dumps(args)}")
     async with d.agent() as agent:
         result = await agent.call_tool(tool, args)
     step.check("the agent's write went through", not result.is_error, _result_text(result)[:300])

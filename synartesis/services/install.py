@@ -1123,7 +1123,9 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                                               else "the original entry comes back", r.get("policy_key"), r.get("project")))
             else:
                 why = {"missing": "removed since install; not brought back",
-                       "edited": "changed since install (by you or the client); left as it is",
+                       "edited": "changed since install (by you or the client); left as it is: edit it back by "
+                                 "hand, or put the whole file back from its backup with "
+                                 "`synartesis uninstall --from-backup FILE` (backups are in $SYNARTESIS_HOME/backups)",
                        "original": "already back to the original"}[st]
                 fp.drop.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, st, why,
@@ -1216,11 +1218,12 @@ class RestoreResult:
     forgotten: int
 
 
-def restore_from_backup(env: Env, backup_file: Path) -> RestoreResult:
+def restore_from_backup(env: Env, backup_file: Path, *, dry_run: bool = False) -> RestoreResult:
     """Put a whole file back from one of our backups (explicit recovery, not the default).
 
     The file's current bytes are backed up first, so this too can be undone; records of
-    entries in that file are forgotten (the backup predates them).
+    entries in that file are forgotten (the backup predates them). ``dry_run``: every check,
+    nothing written (``previous_backup`` None, ``forgotten`` the records that would go).
 
     Raises:
         UsageError: ``backup_file`` is not one of our backups (no record of its original path).
@@ -1253,6 +1256,10 @@ def restore_from_backup(env: Env, backup_file: Path) -> RestoreResult:
     path = Path(original)
     current = fsops.read_bytes(path)
     prev = None
+    if dry_run:
+        target = str(fsops.resolve_target(path))
+        return RestoreResult(str(path), str(backup_file), None,
+                             0 if current == data else sum(1 for e in state.entries if e.get("target") == target))
     if current is None:
         fsops.atomic_write(path, data, 0o600)
     else:

@@ -86,6 +86,15 @@ def test_uninstall_from_backup_restores_a_whole_file(fake_home, tmp_path):
     cfg = place(fake_home, "claude-desktop", DESKTOP)
     run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path))
     (backup,) = (fake_home / ".synartesis" / "backups").glob("*.bak")
+    wrapped = cfg.read_bytes()
+    p = run(tmp_path, "uninstall", "--from-backup", str(backup), "--dry-run")
+    assert p.returncode == 0 and f"would put {cfg} back from {backup}" in p.stdout, p.stdout + p.stderr
+    assert cfg.read_bytes() == wrapped
+    # a dry run refuses what the real run refuses (a new user's finding: it checked nothing)
+    for bad, why in ((tmp_path / "nope.bak", "no such backup"), (cfg, "not in synartesis's backups folder")):
+        for extra in ("--dry-run", "--yes", None):
+            p = run(tmp_path, "uninstall", "--from-backup", str(bad), *([extra] if extra else []))
+            assert p.returncode == 2 and why in p.stderr, (extra, p.stdout, p.stderr)
     p = run(tmp_path, "uninstall", "--from-backup", str(backup), "--yes")
     assert p.returncode == 0, p.stderr
     assert cfg.read_text() == DESKTOP
