@@ -44,6 +44,7 @@ __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEM
            "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
+_STOPPED = "stopped here (cancelled): this action and the older ones were left as they are"
 NEVER_APPLIED = {"failed": "never applied (failed)", "denied": "never applied (denied)",
                  "gated": "never applied (awaiting approval)", "approved": "never applied (approved, never retried)"}
 
@@ -413,8 +414,7 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
     actions not reached are as they were)."""
     for a in actions:
         if stop is not None and stop.is_set():
-            step = Step(a.seq, a.id, a.qualified, "halt", "stopped before this step (cancelled); it and the "
-                        "older actions are as they were")
+            step = Step(a.seq, a.id, a.qualified, "halt", _STOPPED)
             step.run, step.gseq = a.run_id, a.gseq
             report.steps.append(step)
             report.halted = step
@@ -677,6 +677,10 @@ class _Walk:
                     claimed = True
                 current = waiting()
             obs = current.observation()
+            if obs is None and self.stopped():
+                if claimed:  # nothing was sent: back to what it was, for the next undo
+                    j.set_action_status(a.id, a.status, expect=("rolling_back",))
+                return Step(a.seq, a.id, q, "halt", _STOPPED)
             if obs is None:
                 if not preview:
                     j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
@@ -745,6 +749,11 @@ class _Walk:
             if before is not None:
                 if after is not None and _same(after, before):
                     outcome, ok = "restored (verified)", True
+                elif after is None and self.stopped():
+                    note = (f"rollback stopped at sequence {a.seq}: the inverse was sent and the undo was stopped "
+                            "before its re-read; the next undo reads it again")
+                    j.set_action_status(a.id, "rolling_back", note=note)
+                    return Step(a.seq, a.id, q, "halt", _STOPPED, detail=note, calls=inverse, outcome="sent, not read back")
                 else:
                     note = (f"the inverse was sent, but a re-read does not show the captured state:\n"
                             f"  expected: {canonical(before)}\n  actual:   {canonical(after) if after else 'unreadable'}")
@@ -756,6 +765,10 @@ class _Walk:
                                + (" (overwrote a drifted resource, --force)" if forced else "")}
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
                     replanned=replanned, expected=step_expected, actual=step_actual, after=after)
+
+    def stopped(self) -> bool:
+        """Was this undo stopped (its servers killed) from another thread?"""
+        return self.opts.stop is not None and self.opts.stop.is_set()
 
     def _inverse_failed(self, a: ActionRow, k: int, why: str) -> Step:
         note = f"rollback halted at sequence {a.seq}: {why}"
