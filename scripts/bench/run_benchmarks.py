@@ -17,7 +17,8 @@ What runs (the drivers are this folder's copies of the team's kit, ``shared/benc
   and 30 small edits (about 1 % each) of one 200 KB file; for the edits also the payload store
   alone (what chunking changes, without the journal's fixed pages and each action's rows).
 - ``mcpbench.py undo``: undo of a 1-write and a 200-write run; per step beyond the server's own
-  three calls (drift read, inverse, re-read at the bare server's p50s).
+  three calls (drift read, inverse, re-read at the bare server's p50s), and the CPU of the undo
+  process itself per step (it runs under ``selfcpu.py``: every thread, not its servers).
 - ``bigread.py``: peak RSS of the proxy while relaying one 50 MB answer, over the answer's size.
 
 Prints the issue's table (floor and goal columns, one column per build) and writes every raw
@@ -64,6 +65,7 @@ ROWS = [
     ("write", "reversible `write_file` p50 ratio", "~1.7x", "<= 2.5x"),
     ("write_declared", "... with `post_state` declared", "~1.7x", "<= 2.5x"),
     ("undo", "undo, per step beyond the server's three calls", "-", "<= +1.5 ms"),
+    ("undo_cpu", "... CPU of the undo process per step (not its servers)", "-", "-"),
     ("journal_fresh", "journal bytes / written, 30 x 200 KB fresh prose", "0.43x", "<= 0.5x"),
     ("journal_edits", "journal bytes / written, 30 small edits of one 200 KB file", "<< 0.05x", "<= 0.05x"),
     ("payload_edits", "... the payload store alone (blobs and packs)", "<< 0.05x", "-"),
@@ -138,10 +140,10 @@ def main() -> None:
         run(py, str(HERE / "journal_series.py"), "--workdir", str(wd), "--journal", j,
             "--cmd", f"{label}=" + proxy_cmd(python, work / "synartesis.yaml", "{journal}"),
             "--out", str(out / f"series-{label}.json"), cwd=work)
-        undo = (f"{shlex.quote(python)} -m synartesis undo --manifest {shlex.quote(str(work / 'synartesis.yaml'))} "
-                "--journal {journal}")
+        undo = (f"{shlex.quote(python)} {shlex.quote(str(HERE / 'selfcpu.py'))} synartesis undo "
+                f"--manifest {shlex.quote(str(work / 'synartesis.yaml'))} --journal {{journal}}")
         run(py, str(HERE / "mcpbench.py"), "undo", "--workdir", str(wd), "--journal", str(work / f"undo-{label}.db"),
-            "--n", "1", "50" if q else "200", "--reps", "1" if q else "3", "--undo-cmd", undo,
+            "--n", "1", "50" if q else "200", "--reps", "1" if q else "3", "--undo-cmd", undo, "--cpu",
             "--cmd", f"{label}=" + proxy_cmd(python, work / "synartesis.yaml", "{journal}"),
             "--out", str(out / f"undo-{label}.json"), cwd=work)
         run(py, str(HERE / "bigread.py"), "--workdir", str(wd), "--journal", str(work / f"big-{label}.db"),
@@ -185,6 +187,7 @@ def collect(out: Path, labels: list[str]) -> dict:
             table["payload_edits"][label] = edits["payload_bytes"] / edits["written"]
         undo = load(f"undo-{label}.json")
         table["undo"][label] = undo.get("per_step_ms", float("nan")) - (2 * direct_read + direct_write)
+        table["undo_cpu"][label] = undo.get("cpu_per_step_ms")
         table["rss"][label] = load(f"bigread-{label}.json")[label]["ratio"]
     table["write_declared"]["synartesis"] = rr_write["summary"]["declared"]["ratio"]
     table["_direct"] = {"read_p50_ms": direct_read, "write_p50_ms": direct_write,
@@ -199,6 +202,8 @@ def fmt(key: str, v: float | None) -> str:
         return f"{v:.3f}x" if key.startswith(("journal", "payload")) else f"{v:.2f}x"
     if key == "cpu":
         return f"{v:.0f} us"
+    if key == "undo_cpu":
+        return f"{v:.2f} ms"
     if key in ("start_wall", "undo"):
         return f"{v:+.1f} ms" if key == "undo" else f"{v:+.0f} ms"
     return f"{v:.0f} ms"

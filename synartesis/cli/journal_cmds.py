@@ -160,9 +160,8 @@ def _previews(j, held: list, manifest: Optional[str], read: bool = True) -> list
     if not read or not held:
         return [HeldPreview(a, j.get_json(a.args_ref), production=production_hits(policy, a.server, j.get_json(a.args_ref)))
                 for a in held]
-    import asyncio
     from synartesis.services.launch_env import entry_env
-    return asyncio.run(preview_held(j, held, policy, entry_env=entry_env))
+    return preview_held(j, held, policy, entry_env=entry_env)
 
 
 def _policy_or_none(manifest: Optional[str]):

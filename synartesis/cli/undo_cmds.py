@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Optional
 
@@ -47,7 +46,7 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by, journal=journal)
     opts.to, opts.only = to, only
     with journal_for(manifest, journal) as j:
-        report = asyncio.run(undo_run(j, opts))
+        report = undo_run(j, opts)
     if as_json:
         print_json(report.as_json())
     else:
@@ -69,7 +68,7 @@ def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     from synartesis.undo import redo
     opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by, journal=journal)
     with journal_for(manifest, journal) as j:
-        report = asyncio.run(redo(j, opts))
+        report = redo(j, opts)
     if as_json:
         print_json(report.as_json())
     else:
@@ -219,7 +218,7 @@ def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str
     policy = _policy(manifest)
     with journal_for(manifest, journal) as j:
         from synartesis.services.launch_env import entry_env
-        report = asyncio.run(live_check(j, run, policy, entry_env=entry_env))
+        report = live_check(j, run, policy, entry_env=entry_env)
     if as_json:
         print_json(report.as_json())
     else:

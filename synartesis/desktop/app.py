@@ -301,9 +301,9 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
             if not segs:
                 return JSONResponse({"reports": [], "nothing": True})
             dry = bool(data.get("dryRun"))
-            reports = await asyncio.to_thread(asyncio.run, undo_segments(
-                window.journal_path, window.policy_path, segs, dry_run=dry, by=window.by,
-                replan=bool(data.get("replan")), force=bool(data.get("force")), yes=bool(data.get("yes"))))
+            reports = await asyncio.to_thread(
+                undo_segments, window.journal_path, window.policy_path, segs, dry_run=dry, by=window.by,
+                replan=bool(data.get("replan")), force=bool(data.get("force")), yes=bool(data.get("yes")))
         window.poke()
         return JSONResponse({"reports": [r.as_json() for r in reports], "dryRun": dry})
 
@@ -311,7 +311,7 @@ def build_app(window: Window, guard: Guard, on_ready: Any = None) -> Any:
         from synartesis.services.undoing import live_runs
         data = await _body(request)
         _, runs, _ = _scope(data)
-        reports = await asyncio.to_thread(asyncio.run, live_runs(window.journal_path, window.policy_path, runs))
+        reports = await asyncio.to_thread(live_runs, window.journal_path, window.policy_path, runs)
         return JSONResponse({"reports": [r.as_json() for r in reports]})
 
     async def events(request: Request):

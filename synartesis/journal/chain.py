@@ -43,7 +43,8 @@ class ChainMixin(BlobsMixin):
         at = now_iso()
         hashed, stored = chain_texts(data)
         body = event_body(run_id, action_id, undo_id, at, kind, hashed)
-        prev = self._heads.get(run_id)
+        # a head this transaction already moved is the one to chain from (not yet in _heads)
+        prev = self._tx_heads.get(run_id) or self._heads.get(run_id)
         digest = ""
         if prev is not None:
             digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))

@@ -41,7 +41,7 @@ from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed, is_unknown_answer
 
 __all__ = ["DECLARED_NOTE", "GATE_PREFIX", "CallContext", "CallHost", "ReadOutcome", "classify_read", "handle_call",
-           "is_plain_read", "read_record", "resolve_call", "run_read", "run_read_sync", "start_read", "tool_result"]
+           "is_plain_read", "read_record", "resolve_call", "run_read_sync", "start_read", "tool_result"]
 
 GATE_PREFIX = "Synartesis is holding this call for approval"
 IRREVERSIBLE = "this action cannot be undone"
@@ -182,16 +182,6 @@ def run_read_sync(request: Any, read: dict, *, timeout: float | None, max_bytes:
     blocking ``request(method, params, timeout=, meta=) -> result`` (an Upstream's)."""
     try:
         result = request("tools/call", _read_params(read), timeout=timeout, meta=meta)
-    except RequestFailed as exc:
-        result = exc
-    return classify_read(read, result, max_bytes)
-
-
-async def run_read(request: Any, read: dict, *, timeout: float | None, max_bytes: int,
-                   meta: dict | None = None) -> ReadOutcome:
-    """:func:`run_read_sync` for an awaitable ``request`` (the CLI's async façade; undo)."""
-    try:
-        result = await request("tools/call", _read_params(read), timeout=timeout, meta=meta)
     except RequestFailed as exc:
         result = exc
     return classify_read(read, result, max_bytes)

@@ -20,7 +20,7 @@ from synartesis.journal import ActionRow, Journal
 from synartesis.policy.model import Policy, ProductionHit
 from synartesis.policy.refs import RefError
 from synartesis.proxy.pipeline import resolve_call
-from synartesis.undo.servers import SpawnedServers
+from synartesis.undo.servers import SpawnedServers, Stop
 
 __all__ = ["HeldPreview", "preview_held", "production_hits", "PREVIEW_LINES", "DIFF_LINES"]
 
@@ -119,9 +119,10 @@ def _diff(before: str, after: str, name: str) -> str:
     return out
 
 
-async def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | None, *, entry_env: Any = None,
-                       read_timeout: float = 10.0) -> list[HeldPreview]:
-    """A :class:`HeldPreview` per held action (in order); starts only the servers it reads."""
+def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | None, *, entry_env: Any = None,
+                 read_timeout: float = 10.0, stop: Stop | None = None) -> list[HeldPreview]:
+    """A :class:`HeldPreview` per held action (in order); starts only the servers it reads.
+    ``stop`` (set from another thread) kills them at once."""
     previews = [HeldPreview(a, j.get_json(a.args_ref)) for a in actions]
     for p in previews:
         p.production = production_hits(policy, p.action.server, p.args)
@@ -140,11 +141,11 @@ async def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | No
     if not wanted:
         return previews
     runs = {r.id: r for r in j.list_runs() if r.id in {p.action.run_id for p in wanted}}
-    pool = SpawnedServers(runs, policy, entry_env)
+    pool = SpawnedServers(runs, policy, entry_env, stop)
     try:
-        await pool.start({(p.action.run_id, p.read["server"]) for p in wanted})
+        pool.start({(p.action.run_id, p.read["server"]) for p in wanted})
         for p in wanted:
-            out = await pool.read(p.action.run_id, p.read, timeout=read_timeout, max_bytes=8 * 1024 * 1024)
+            out = pool.read(p.action.run_id, p.read, timeout=read_timeout, max_bytes=8 * 1024 * 1024)
             p.current = out.observation()
             if p.current is None:
                 p.note = f"the current state could not be read: {out.reason}"
@@ -159,5 +160,5 @@ async def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | No
                 if isinstance(now, str) and isinstance(new, str):
                     p.diffs.append((arg, _diff(now, new, arg)))
     finally:
-        await pool.close()
+        pool.close()
     return previews

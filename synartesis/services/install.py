@@ -19,7 +19,6 @@ we wrote, and reports the rest; ``--from-backup`` restores a whole file as an ex
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -489,8 +488,8 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         env: the environment paths resolve against.
         options: see :class:`InstallOptions`.
         progress: callbacks while servers are started.
-        introspect: ``async (command, args, env=, cwd=, timeout=, label=) -> Introspection``;
-            default :func:`synartesis.proxy.upstream.introspect`.
+        introspect: ``(command, args, env=, cwd=, timeout=, label=) -> Introspection``, blocking
+            and safe on several threads at once; default :func:`synartesis.proxy.client.introspect`.
     Returns:
         An :class:`InstallPlan`; nothing is written.
     Raises:
@@ -874,10 +873,10 @@ def _plan_policies(env: Env, covers: list[_Cover], options: InstallOptions, prog
     errors: dict[str, str] = {}
     if options.start:
         if introspect is None:
-            from synartesis.proxy.upstream import introspect as _introspect
+            from synartesis.proxy.client import introspect as _introspect
 
             introspect = _introspect
-        results, errors = asyncio.run(_start_all(env, covers, options, progress, introspect))
+        results, errors = _start_all(env, covers, options, progress, introspect)
     plans = []
     for c in covers:
         info = results.get(c.key)
@@ -895,15 +894,20 @@ def _plan_policies(env: Env, covers: list[_Cover], options: InstallOptions, prog
     return plans, errors
 
 
-async def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, progress: Progress | None,
-                     introspect: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    sem = asyncio.Semaphore(max(1, options.concurrency))
+def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, progress: Progress | None,
+               introspect: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Introspect every covered server, ``options.concurrency`` at a time (one thread each;
+    ``introspect`` stops its server before it returns)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    lock = threading.Lock()  # progress is advanced from the workers, one at a time
     results: dict[str, Any] = {}
     errors: dict[str, str] = {}
     if progress:
         progress.start(len(covers))
 
-    async def one(c: _Cover) -> None:
+    def one(c: _Cover) -> None:
         style = c.desc.expansion
         home = str(env.home)
         value = c.entry.value if isinstance(c.entry.value, dict) else {}
@@ -916,22 +920,22 @@ async def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, pr
             cwd = expand(cwd, style, env.environ, home)
             if not Path(cwd).is_dir():
                 cwd = None
-        async with sem:
-            try:
-                results[c.key] = await introspect(command, args, env=child_env, cwd=cwd,
-                                                  timeout=options.timeout, label=c.key)
-                ok = True
-            except Exception as exc:  # a server that cannot start gets the catch-all draft
-                msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-                # the server's stderr can echo its arguments or env: never show their secrets
-                secrets = secret_parts([command, *args]) + [v for k, v in child_env.items()
-                                                            if k in (value.get("env") or {}) and len(v) >= 4]
-                errors[c.key] = scrub(msg, secrets)
-                ok = False
+        try:
+            results[c.key] = introspect(command, args, env=child_env, cwd=cwd, timeout=options.timeout, label=c.key)
+            ok = True
+        except Exception as exc:  # a server that cannot start gets the catch-all draft
+            msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            # the server's stderr can echo its arguments or env: never show their secrets
+            secrets = secret_parts([command, *args]) + [v for k, v in child_env.items()
+                                                        if k in (value.get("env") or {}) and len(v) >= 4]
+            errors[c.key] = scrub(msg, secrets)
+            ok = False
         if progress:
-            progress.advance(c.key, ok)
+            with lock:
+                progress.advance(c.key, ok)
 
-    await asyncio.gather(*(one(c) for c in covers))
+    with ThreadPoolExecutor(max_workers=max(1, options.concurrency), thread_name_prefix="synartesis-install") as pool:
+        list(pool.map(one, covers))
     return results, errors
 
 

@@ -11,12 +11,12 @@
   without losing the user's comments or rules.
 
 Every function returns a result dataclass; only ``synartesis.cli.policy_cmds`` prints.
-Servers are started with :func:`synartesis.proxy.upstream.introspect`.
+Servers are started with :func:`synartesis.proxy.client.introspect` (blocking; ``check``
+starts its servers at once, one thread each).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from dataclasses import dataclass, field
@@ -91,6 +91,15 @@ def _load(policy_path: Path):
     return load_policy(policy_path)
 
 
+def _each(fn, items: list) -> list:
+    """``[fn(x) for x in items]``, each on its own thread (servers start at once), in order."""
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=min(16, len(items)), thread_name_prefix="synartesis-check") as pool:
+        return list(pool.map(fn, items))
+
+
 def _select(policy, server: str | None) -> list:
     if server is None:
         return list(policy.servers.values())
@@ -100,11 +109,11 @@ def _select(policy, server: str | None) -> list:
     return [policy.servers[server]]
 
 
-async def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=None):
+def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=None):
     """(Introspection, notes) for one policy server, started the way undo starts it
     (:func:`synartesis.undo.launch.launch_specs`: this environment, the env of the client entry
     it was installed from when that can be read, then the policy's ``env``)."""
-    from synartesis.proxy.upstream import introspect
+    from synartesis.proxy.client import introspect
 
     if not spec.command:
         raise UpstreamError(f"{spec.name} has no command in the policy, so it cannot be started here")
@@ -136,7 +145,7 @@ async def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, pol
         elif hidden:
             raise UpstreamError(f"{spec.name}: the policy keeps its secret arguments hidden and the client "
                                 "entry it was installed from cannot be read, so it cannot be started")
-    info = await introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
+    info = introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
     return info, notes
 
 
@@ -262,9 +271,9 @@ def check_policy(manifest: str | None = None, server: str | None = None, *, env:
     policy = _load(path)
     specs = _select(policy, server)
 
-    async def one(spec) -> ServerCheck:
+    def one(spec) -> ServerCheck:
         try:
-            info, notes = await _introspect_spec(spec, env.environ, timeout, policy)
+            info, notes = _introspect_spec(spec, env.environ, timeout, policy)
         except (UpstreamError, PolicyError) as exc:
             rules = [r for r in policy.rules if _covers(r.match.split(".", 1)[0], spec.name)]
             counts: dict[str, int] = {}
@@ -275,10 +284,7 @@ def check_policy(manifest: str | None = None, server: str | None = None, *, env:
         result = analyse_server(policy, spec, info.tools, info.server_info)
         return dataclasses.replace(result, notes=notes) if notes else result
 
-    async def all_() -> list[ServerCheck]:
-        return list(await asyncio.gather(*(one(s) for s in specs)))
-
-    results = asyncio.run(all_())
+    results = _each(one, specs)
     guarded = sum(1 for r in policy.rules if r.gate != "never")
     return CheckResult(policy_path=str(path), servers=results, rule_count=len(policy.rules), guarded=guarded)
 
@@ -338,18 +344,15 @@ def pin_policy(manifest: str | None = None, server: str | None = None, *, env: E
     policy = _load(path)
     specs = _select(policy, server)
 
-    async def one(spec) -> ServerPins:
-        info, _notes = await _introspect_spec(spec, env.environ, timeout, policy)
+    def one(spec) -> ServerPins:
+        info, _notes = _introspect_spec(spec, env.environ, timeout, policy)
         pins = {t["name"]: fingerprint(t) for t in info.tools
                 if isinstance(t, dict) and isinstance(t.get("name"), str)}
         old = dict(spec.pins or {})
         changed = sorted(t for t in set(pins) | set(old) if old and pins.get(t) != old.get(t))
         return ServerPins(name=spec.name, pins=pins, current=old, changed=changed)
 
-    async def all_() -> list[ServerPins]:
-        return [await one(s) for s in specs]
-
-    return PinResult(policy_path=str(path), servers=asyncio.run(all_()))
+    return PinResult(policy_path=str(path), servers=[one(s) for s in specs])
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,7 +389,7 @@ def init_server(name: str, command: str, args: list[str], *, manifest: str | Non
         SynartesisError: the server advertises no tools (exit 1).
         PolicyError: the existing policy cannot be extended (FILE:LINE:COL, exit 2).
     """
-    from synartesis.proxy.upstream import introspect
+    from synartesis.proxy.client import introspect
 
     if not name or "." in name or "__" in name or "*" in name or not name.strip():
         raise UsageError(f'server name {name!r} may not be empty or contain ".", "__" or "*"; '
@@ -401,8 +404,7 @@ def init_server(name: str, command: str, args: list[str], *, manifest: str | Non
         raise UsageError(f"{name} is already declared in {path} (by you, not by synartesis); "
                          f"remove it first or choose another name")
     try:
-        info = asyncio.run(introspect(command, list(args), env=dict(env.environ), cwd=str(env.cwd),
-                                      timeout=timeout, label=name))
+        info = introspect(command, list(args), env=dict(env.environ), cwd=str(env.cwd), timeout=timeout, label=name)
     except UpstreamError:
         raise
     if not info.tools:

@@ -10,7 +10,6 @@ on); the attempt is recorded as a ``saga`` in the journal, with each step, like 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Callable
 
 from synartesis.journal import Journal
@@ -31,17 +30,13 @@ def rollback(*, journal: Journal, run_id: str, server: str, request: Callable[..
         request: the connection's blocking ``request(method, params, *, timeout, meta)``.
         options: the proxy's options (``read_timeout``, ``call_timeout``, ``max_snapshot_bytes``).
         error: what the failed call said, for the agent.
-    Runs on the proxy's lane thread: the next call waits until the rollback is over, so it
-    cannot overtake it.
+    Runs on the proxy's lane thread, with no event loop: the engine's requests block that
+    thread, so the next call waits until the rollback is over and cannot overtake it.
     """
-    async def call(method: str, params: dict | None = None, *, timeout: float | None = None,
-                   meta: dict | None = None) -> Any:
-        return await asyncio.to_thread(request, method, params, timeout=timeout, meta=meta)
-
     opts = UndoOptions(by="saga", own_run=True, skip_irreversible=True, policy=policy,
                        read_timeout=getattr(options, "read_timeout", 30.0),
                        call_timeout=getattr(options, "call_timeout", None) or 600.0,
                        max_snapshot_bytes=getattr(options, "max_snapshot_bytes", 8 * 1024 * 1024))
     target = resolve_target(journal, run_id)
-    report = asyncio.run(undo_target(journal, target, opts, servers=HeldServers({server: call}), kind="saga"))
+    report = undo_target(journal, target, opts, servers=HeldServers({server: request}), kind="saga")
     return saga_text(report, error)

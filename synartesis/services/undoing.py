@@ -101,8 +101,8 @@ def load_policy_at(path: Path):
     return load_policy(path) if path.exists() else None
 
 
-async def undo_segments(journal: Path, policy_path: Path, segs: list[Segment], *, dry_run: bool, by: str,
-                        replan: bool = False, force: bool = False, yes: bool = False) -> list[UndoReport]:
+def undo_segments(journal: Path, policy_path: Path, segs: list[Segment], *, dry_run: bool, by: str,
+                  replan: bool = False, force: bool = False, yes: bool = False) -> list[UndoReport]:
     """Run ``undo RUN --to SEQ`` for each segment in order; stop after the first halt (or a
     ``--force`` preview that found something to overwrite). A dry run plans each run once.
 
@@ -117,7 +117,7 @@ async def undo_segments(journal: Path, policy_path: Path, segs: list[Segment], *
     reports: list[UndoReport] = []
     with Journal.open(journal, create=False) as j:
         for s in todo:
-            report = await undo_run(j, UndoOptions(run=s.run, to=s.to, dry_run=dry_run, replan=replan, force=force,
+            report = undo_run(j, UndoOptions(run=s.run, to=s.to, dry_run=dry_run, replan=replan, force=force,
                                                    yes=yes, by=by, policy=policy, entry_env=entry_env))
             reports.append(report)
             if report.halted and not dry_run:
@@ -125,10 +125,10 @@ async def undo_segments(journal: Path, policy_path: Path, segs: list[Segment], *
     return reports
 
 
-async def live_runs(journal: Path, policy_path: Path, runs: list[str]) -> list[LiveReport]:
+def live_runs(journal: Path, policy_path: Path, runs: list[str]) -> list[LiveReport]:
     """``show RUN --live`` for each run (nothing is written, never stops early)."""
     from synartesis.services.launch_env import entry_env
 
     policy = load_policy_at(policy_path)
     with Journal.open(journal, create=False) as j:
-        return [await live_check(j, r, policy, entry_env=entry_env) for r in runs]
+        return [live_check(j, r, policy, entry_env=entry_env) for r in runs]

@@ -25,8 +25,8 @@ starts them from the runs' launch lines; saga mode passes the proxy's own connec
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
-from typing import Any, Awaitable, Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
 
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError, UsageError
@@ -37,13 +37,14 @@ from synartesis.policy.refs import RefError
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.proxy.pipeline import resolve_call
 from synartesis.undo.overlap import action_touches, shares, undo_touches
-from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, SpawnedServers
+from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, SpawnedServers, Stop
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
 __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
            "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
+_STOPPED = "stopped here (cancelled): this action and the older ones were left as they are"
 NEVER_APPLIED = {"failed": "never applied (failed)", "denied": "never applied (denied)",
                  "gated": "never applied (awaiting approval)", "approved": "never applied (approved, never retried)"}
 
@@ -85,6 +86,7 @@ class UndoOptions:
     call_timeout: float = 60.0
     max_snapshot_bytes: int = 64 * 1024 * 1024
     entry_env: Any = None  # reads a client entry's env (see launch.launch_specs)
+    stop: Stop | None = None  # set from another thread: kill the servers, take no further step
 
 
 @dataclass
@@ -171,10 +173,38 @@ class UndoReport:
         return {"run": self.run, "kind": self.kind, "target": self.target, "targetName": self.target_name,
                 "dryRun": self.dry_run, "status": self.status, "statusText": self.shown_status,
                 "unverified": self.unverified, "sent": self.sent, "runs": self.runs,
-                "halted": asdict(self.halted) if self.halted else None,
-                "steps": [asdict(s) for s in self.steps], "warnings": self.warnings,
+                "halted": _plain(self.halted) if self.halted else None,
+                "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
                 "skipped": self.skipped, "message": self.message}
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(Step))
+
+
+def _plain(step: Step) -> dict:
+    """A step as a dict, sharing its values (``asdict`` deep-copies every call's arguments,
+    which for an undo of 200 writes cost more than the report is worth: it is serialised at
+    once and never changed)."""
+    return {name: getattr(step, name) for name in _STEP_FIELDS}
+
+
+class _Loads:
+    """The journal's stored JSON by ref, each loaded once per walk (the plan and the steps
+    read the same inverses and reads). Values are shared: the engine never changes them."""
+
+    def __init__(self, j: Journal) -> None:
+        self.j = j
+        self.memo: dict[str, Any] = {}
+
+    def __call__(self, ref: str | None) -> Any:
+        if ref is None:
+            return None
+        try:
+            return self.memo[ref]
+        except KeyError:
+            value = self.memo[ref] = self.j.get_json(ref)
+            return value
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -244,7 +274,7 @@ def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
     return t
 
 
-async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
+def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     """Undo what ``opts.run`` names (default: the newest session with something to undo).
 
     Raises:
@@ -255,7 +285,7 @@ async def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     t = _target(j, opts)
     if isinstance(t, UndoReport):
         return t
-    return await undo_target(j, t, opts)
+    return undo_target(j, t, opts)
 
 
 def _conflicts(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
@@ -283,7 +313,7 @@ def _conflicts(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
     return out
 
 
-async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPool | None = None,
+def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPool | None = None,
                       kind: str = "undo") -> UndoReport:
     """Undo ``target``'s actions newest first (see module docstring).
 
@@ -319,6 +349,7 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
     in_scope, kept = _scope(j, target, actions, opts)
     runs = {r.id: r for r in target.runs}
     needed: set[tuple[str, str]] = set()
+    load = _Loads(j)
     for a in in_scope:
         if a.cls == "readonly" or a.status in NEVER_APPLIED or a.status == "rolled_back":
             continue
@@ -326,9 +357,9 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
             break
         if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
             break
-        for call in (j.get_json(a.inverse_ref) or []):
+        for call in (load(a.inverse_ref) or []):
             needed.add((a.run_id, call["server"]))
-        verify = j.get_json(a.verify_ref)
+        verify = load(a.verify_ref)
         if verify:
             needed.add((a.run_id, verify["server"]))
         if opts.replan and opts.policy is not None:
@@ -337,7 +368,7 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
             if ver:
                 needed.add((a.run_id, ver["server"]))
 
-    pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env)
+    pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env, opts.stop)
     attempt = None
     touched = list(dict.fromkeys(a.run_id for a in in_scope))
     if not preview and touched:
@@ -350,12 +381,12 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
         if attempt is None:
             raise ConflictError(f"another undo of {target.name} is running; wait for it to finish")
         report.undo_id = attempt.id
-    walk = _Walk(j, pool, opts, preview, runs, report, actions)
+    walk = _Walk(j, pool, opts, preview, runs, report, actions, load)
     try:
         if needed:
-            await pool.start(needed)
+            pool.start(needed)
         report.warnings.extend(pool.warnings)
-        await take_steps(j, attempt, in_scope, walk.one, report, walk.deferred)
+        take_steps(j, attempt, in_scope, walk.one, report, walk.deferred, opts.stop)
         for a in kept:
             report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is",
                                      run=a.run_id, gseq=a.gseq))
@@ -363,15 +394,15 @@ async def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: Se
         _settle(j, report, actions, runs, preview or opts.own_run)
     finally:
         if servers is None:
-            await pool.close()
+            pool.close()
         if attempt is not None:
             finish(j, attempt, report)
     return report
 
 
-async def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
-                     one: Callable[[ActionRow], Awaitable[Step]], report: UndoReport,
-                     deferred: dict[str, dict] | None = None) -> None:
+def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
+                     one: Callable[[ActionRow], Step], report: UndoReport,
+                     deferred: dict[str, dict] | None = None, stop: Stop | None = None) -> None:
     """Take each action's step in order (``one``), record it in the attempt, stop at a halt.
     ``deferred``: action states ``one`` left to be written with the step (one transaction).
 
@@ -379,9 +410,16 @@ async def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRo
     next step's claim, or the attempt's end — not in one of its own: one commit per step. An
     undo killed in between leaves that action ``rolling_back`` (its inverse was sent), and
     the next undo re-reads it: found reverted, or a halt where no read can tell. A halt is
-    written at once."""
+    written at once. ``stop`` set: no further step is taken (a halt that is not written: the
+    actions not reached are as they were)."""
     for a in actions:
-        step = await one(a)
+        if stop is not None and stop.is_set():
+            step = Step(a.seq, a.id, a.qualified, "halt", _STOPPED)
+            step.run, step.gseq = a.run_id, a.gseq
+            report.steps.append(step)
+            report.halted = step
+            break
+        step = one(a)
         step.run, step.gseq = a.run_id, a.gseq
         report.steps.append(step)
         settle = deferred.pop(a.id, None) if deferred is not None else None
@@ -501,8 +539,9 @@ class _Walk:
     """One undo's walk: the journal, the servers, and what a preview simulates."""
 
     def __init__(self, j: Journal, pool: ServerPool, opts: UndoOptions, preview: bool, runs: dict[str, RunRow],
-                 report: UndoReport, actions: list[ActionRow]) -> None:
+                 report: UndoReport, actions: list[ActionRow], load: _Loads | None = None) -> None:
         self.j, self.pool, self.opts, self.preview, self.runs, self.report = j, pool, opts, preview, runs, report
+        self.load = load or _Loads(j)
         # A preview sends nothing, so it simulates: after a planned revert, the resource is in
         # the state before that action (its snapshot, or the post-state of the run's previous
         # write to the same resource); older actions are checked against that, not the world.
@@ -524,29 +563,40 @@ class _Walk:
         for a in sorted(actions, key=lambda a: (a.gseq or 0, a.seq)):
             if a.cls == "readonly" or a.status not in ("applied", "rolling_back", "unrecoverable", "rolled_back"):
                 continue
-            key = self.key(a, self.j.get_json(a.verify_ref))
+            key = self.key(a, self.load(a.verify_ref))
             if key is None:
                 continue
             before[a.id] = last.get(key)
-            post = self.j.get_json(a.post_ref)
+            post = self.load(a.post_ref)
             if post is not None:
                 last[key] = post
         return before
 
-    async def read(self, a: ActionRow, read: dict) -> ReadOutcome:
-        """Run ``read`` on ``a``'s server, or reuse the last read's outcome when it was the same
-        read of the same server (as launched) and nothing has been sent since."""
+    def begin_read(self, a: ActionRow, read: dict) -> Callable[[], ReadOutcome]:
+        """Send ``read`` to ``a``'s server now and return what waits for its outcome; or reuse
+        the last read's outcome when it was the same read of the same server (as launched)
+        and nothing has been sent since."""
         key = canonical([self.key(a, read), read.get("absent_when"), read.get("refuse_when")])
         if self.last_read is not None and self.last_read[0] == key:
-            return self.last_read[1]
-        out = await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
-        self.last_read = (key, out) if out.kind != "failed" else None
-        return out
+            kept = self.last_read[1]
+            return lambda: kept
+        waiting = self.pool.begin_read(a.run_id, read, timeout=self.opts.read_timeout,
+                                       max_bytes=self.opts.max_snapshot_bytes)
 
-    async def send(self, a: ActionRow, call: dict, meta: dict) -> Any:
+        def outcome() -> ReadOutcome:
+            out = waiting()
+            self.last_read = (key, out) if out.kind != "failed" else None
+            return out
+        return outcome
+
+    def read(self, a: ActionRow, read: dict) -> ReadOutcome:
+        """:meth:`begin_read`, waited for."""
+        return self.begin_read(a, read)()
+
+    def send(self, a: ActionRow, call: dict, meta: dict) -> Any:
         """Send one inverse call; forgets the last read (the resource may change now)."""
         self.last_read = None
-        return await self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
+        return self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
                                     timeout=self.opts.call_timeout, meta=meta)
 
     def status_step(self, a: ActionRow) -> Step | None:
@@ -575,15 +625,15 @@ class _Walk:
                         + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
         return None
 
-    async def one(self, a: ActionRow) -> Step:
+    def one(self, a: ActionRow) -> Step:
         decided = self.status_step(a)
         if decided is not None:
             return decided
         j, opts, preview, q = self.j, self.opts, self.preview, a.qualified
-        inverse = j.get_json(a.inverse_ref)
-        verify = j.get_json(a.verify_ref)
-        post = j.get_json(a.post_ref)
-        snapshot = j.get_json(a.snapshot_ref) if a.prior == "captured" else None
+        inverse = self.load(a.inverse_ref)
+        verify = self.load(a.verify_ref)
+        post = self.load(a.post_ref)
+        snapshot = self.load(a.snapshot_ref) if a.prior == "captured" else None
         replanned = False
         if opts.replan and opts.policy is not None:
             inv, ver, err = replan_action(j, a, opts.policy)
@@ -604,7 +654,7 @@ class _Walk:
         verified = False
         before = prior_state(a, snapshot)
         step_expected = step_actual = None
-        forced = False
+        forced = claimed = False
         sim_key = self.key(a, verify)
         if verify is not None and post is not None:
             if preview and sim_key in self.simulated:
@@ -615,8 +665,22 @@ class _Walk:
                                 verified=False, replanned=replanned)
                 current = ReadOutcome("present" if sim["present"] else "absent", payload=sim.get("value"))
             else:
-                current = await self.read(a, verify)
+                waiting = self.begin_read(a, verify)
+                if not preview and a.status != "rolling_back":
+                    # Claimed while the drift read is in flight: the commit overlaps the server's
+                    # work. A claim that then finds drift (or the state already back) is settled
+                    # from rolling_back as it would have been from applied; killed in between,
+                    # the next undo re-reads it, as after any claim (see take_steps).
+                    if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
+                        waiting()  # its answer is not left behind for the next request
+                        return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
+                    claimed = True
+                current = waiting()
             obs = current.observation()
+            if obs is None and self.stopped():
+                if claimed:  # nothing was sent: back to what it was, for the next undo
+                    j.set_action_status(a.id, a.status, expect=("rolling_back",))
+                return Step(a.seq, a.id, q, "halt", _STOPPED)
             if obs is None:
                 if not preview:
                     j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
@@ -661,13 +725,13 @@ class _Walk:
             return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call",
                         verified=verified and before is not None, replanned=replanned)
 
-        if a.status != "rolling_back":
+        if a.status != "rolling_back" and not claimed:
             if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
                 return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
         for k, call in enumerate(inverse):
             key = f"{a.run_id}:{a.seq}" + (f":{k + 1}" if len(inverse) > 1 else "")
             try:
-                result = await self.send(a, call, {IDEMPOTENCY_KEY: key})
+                result = self.send(a, call, {IDEMPOTENCY_KEY: key})
             except RequestFailed as exc:
                 if exc.maybe_applied:
                     self.report.sent += 1
@@ -681,10 +745,15 @@ class _Walk:
 
         outcome, ok, after = "sent (unverified)", False, None
         if verify is not None:
-            after = (await self.read(a, verify)).observation()
+            after = (self.read(a, verify)).observation()
             if before is not None:
                 if after is not None and _same(after, before):
                     outcome, ok = "restored (verified)", True
+                elif after is None and self.stopped():
+                    note = (f"rollback stopped at sequence {a.seq}: the inverse was sent and the undo was stopped "
+                            "before its re-read; the next undo reads it again")
+                    j.set_action_status(a.id, "rolling_back", note=note)
+                    return Step(a.seq, a.id, q, "halt", _STOPPED, detail=note, calls=inverse, outcome="sent, not read back")
                 else:
                     note = (f"the inverse was sent, but a re-read does not show the captured state:\n"
                             f"  expected: {canonical(before)}\n  actual:   {canonical(after) if after else 'unreadable'}")
@@ -696,6 +765,10 @@ class _Walk:
                                + (" (overwrote a drifted resource, --force)" if forced else "")}
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
                     replanned=replanned, expected=step_expected, actual=step_actual, after=after)
+
+    def stopped(self) -> bool:
+        """Was this undo stopped (its servers killed) from another thread?"""
+        return self.opts.stop is not None and self.opts.stop.is_set()
 
     def _inverse_failed(self, a: ActionRow, k: int, why: str) -> Step:
         note = f"rollback halted at sequence {a.seq}: {why}"

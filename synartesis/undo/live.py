@@ -14,7 +14,7 @@ from synartesis.canonical import canonical
 from synartesis.journal import Journal
 from synartesis.policy.model import Policy
 from synartesis.undo.engine import prior_state, resource_key
-from synartesis.undo.servers import SpawnedServers
+from synartesis.undo.servers import SpawnedServers, Stop
 from synartesis.undo.targets import newest_target, resolve_target
 
 __all__ = ["live_check", "LiveReport", "LiveItem"]
@@ -42,9 +42,12 @@ class LiveReport:
         return {"run": self.run, "items": [asdict(i) for i in self.items], "warnings": self.warnings}
 
 
-async def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout: float = 30.0,
-                     entry_env: Any = None) -> LiveReport:
+def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout: float = 30.0,
+               entry_env: Any = None, stop: Stop | None = None) -> LiveReport:
     """Check ``ref`` (a run or session; default the newest session) against the world now.
+
+    ``stop``: set from another thread, the servers are killed; what was not read yet is
+    ``unreadable``.
 
     Raises:
         UsageError: nothing matches.
@@ -59,11 +62,11 @@ async def live_check(j: Journal, ref: str | None, policy: Policy | None, read_ti
         if keys[a.id] is not None:
             latest[keys[a.id]] = max(latest.get(keys[a.id], (0, 0)), (a.gseq or 0, a.seq))
     needed = {(a.run_id, v["server"]) for a in writes if (v := j.get_json(a.verify_ref))}
-    servers = SpawnedServers(runs, policy, entry_env)
+    servers = SpawnedServers(runs, policy, entry_env, stop)
     items: list[LiveItem] = []
     try:
         if needed:
-            await servers.start(needed)
+            servers.start(needed)
         for a in writes:
             verify, post, key = j.get_json(a.verify_ref), j.get_json(a.post_ref), keys[a.id]
             if key is not None and latest[key] != (a.gseq or 0, a.seq):
@@ -74,7 +77,7 @@ async def live_check(j: Journal, ref: str | None, policy: Policy | None, read_ti
                 items.append(LiveItem(a.seq, a.id, a.qualified, "unchecked",
                                       "no read was recorded for this write, so it cannot be checked", run=a.run_id))
                 continue
-            obs = (await servers.read(a.run_id, verify, timeout=read_timeout, max_bytes=64 * 1024 * 1024)).observation()
+            obs = (servers.read(a.run_id, verify, timeout=read_timeout, max_bytes=64 * 1024 * 1024)).observation()
             if obs is None:
                 items.append(LiveItem(a.seq, a.id, a.qualified, "unreadable", "the read failed", run=a.run_id))
                 continue
@@ -88,5 +91,5 @@ async def live_check(j: Journal, ref: str | None, policy: Policy | None, read_ti
                 items.append(LiveItem(a.seq, a.id, a.qualified, "drifted", "changed since this run wrote it",
                                       expected=post, actual=obs, run=a.run_id))
     finally:
-        await servers.close()
+        servers.close()
     return LiveReport(target.id, items, servers.warnings)

@@ -75,7 +75,7 @@ def _target_of(j: Journal, opts: UndoOptions) -> tuple[Target | None, Any]:
     return t, redoable(j, t.run_ids)
 
 
-async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> UndoReport:
+def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> UndoReport:
     """Redo what the last undo of ``opts.run`` reverted (default: the newest undo not redone).
 
     ``opts``: ``dry_run``, ``force``/``yes`` (past drift), ``by``, ``policy`` (to rebuild
@@ -101,7 +101,7 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
     left = [s for s in last.get("steps", []) if s.get("kind") == "permanent"]
     after = {s["action"]: s.get("after") for s in last.get("steps", []) if s.get("kind") == "revert"}
     runs = {r.id: r for r in target.runs}
-    pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env)
+    pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env, opts.stop)
     needed = {(a.run_id, a.server) for a in actions}
     needed |= {(a.run_id, v["server"]) for a in actions if (v := j.get_json(a.verify_ref))}
     attempt = None
@@ -112,9 +112,9 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
         report.undo_id = attempt.id
     walk = _Redo(j, pool, opts, preview, report, after, attempt.id if attempt else "dry", runs)
     try:
-        await pool.start(needed)
+        pool.start(needed)
         report.warnings.extend(pool.warnings)
-        await take_steps(j, attempt, actions, walk.one, report)
+        take_steps(j, attempt, actions, walk.one, report, stop=opts.stop)
         for s in left:
             report.steps.append(Step(s["seq"], s["action"], s["tool"], "left",
                                      "the undo left it in place (it cannot be undone), so there is nothing to redo",
@@ -131,7 +131,7 @@ async def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None)
                          else "redone" if statuses else "nothing")
     finally:
         if servers is None:
-            await pool.close()
+            pool.close()
         if attempt is not None:
             finish(j, attempt, report)
     return report
@@ -144,11 +144,11 @@ class _Redo:
         self.attempt, self.runs = attempt, runs
         self.simulated: dict[str | None, Any] = {}
 
-    async def read(self, a: ActionRow, read: dict) -> dict | None:
-        out = await self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
+    def read(self, a: ActionRow, read: dict) -> dict | None:
+        out = self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
         return out.observation()
 
-    async def one(self, a: ActionRow) -> Step:
+    def one(self, a: ActionRow) -> Step:
         j, opts, q = self.j, self.opts, a.qualified
         if a.cls == "irreversible":
             return Step(a.seq, a.id, q, "left", "irreversible calls are never re-sent")
@@ -173,7 +173,7 @@ class _Redo:
             key = resource_key(self.runs.get(a.run_id), verify)
             # a preview sends nothing: a resource an earlier planned redo rewrote is taken to be
             # as that call left it, not as it is now
-            now = self.simulated[key] if self.preview and key in self.simulated else await self.read(a, verify)
+            now = self.simulated[key] if self.preview and key in self.simulated else self.read(a, verify)
             if now is None:
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
                             detail=f"the read {verify['server']}.{verify['tool']} failed")
@@ -205,7 +205,7 @@ class _Redo:
             return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
         key = f"{a.run_id}:{a.seq}:redo:{self.attempt[:8]}"
         try:
-            result = await self.pool.call(a.run_id, a.server, a.tool, args, timeout=opts.call_timeout,
+            result = self.pool.call(a.run_id, a.server, a.tool, args, timeout=opts.call_timeout,
                                           meta={IDEMPOTENCY_KEY: key})
         except RequestFailed as exc:
             if exc.maybe_applied:
@@ -217,7 +217,7 @@ class _Redo:
             return Step(a.seq, a.id, q, "halt", "the redo was not sent", detail=exc.message, calls=call)
         self.report.sent += 1
         if is_error(result):
-            again = await self.read(a, verify) if verify is not None else None
+            again = self.read(a, verify) if verify is not None else None
             if expected is not None and again is not None and canonical(again) == canonical(expected):
                 j.set_action_status(a.id, "rolled_back", note=f"redo refused, nothing changed: {error_text(result)}",
                                     expect=("pending",))
@@ -228,7 +228,7 @@ class _Redo:
             return Step(a.seq, a.id, q, "halt", "the server refused the redo, and whether it changed anything is unknown",
                         detail=note, calls=call)
         inverse, new_verify, note = self._rebuild(a, result, verify)
-        new_post = await self.read(a, new_verify) if new_verify is not None else None
+        new_post = self.read(a, new_verify) if new_verify is not None else None
         if new_post is None:
             outcome = "sent (unverified)"
         elif post is not None and canonical(new_post) == canonical(post):

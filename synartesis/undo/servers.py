@@ -5,30 +5,68 @@ Two pools with one interface:
   launch line that run's proxy recorded (:mod:`synartesis.undo.launch`). Runs of one session
   that started the same server the same way share one process; the same server name with
   another launch line (another root folder, say) is another process, so every inverse goes
-  where its write went.
+  where its write went. The servers of one attempt start in parallel: every ``initialize`` is
+  sent before any answer is awaited.
 - :class:`HeldServers` (saga mode, in the proxy): the connections the caller already holds.
 
-Every request goes through :meth:`read` and :meth:`call`, so moving the CLI to a synchronous
-upstream changes this module only.
+Every request goes through :meth:`ServerPool.read` and :meth:`ServerPool.call`, blocking the
+calling thread on the synchronous upstream (:mod:`synartesis.proxy.client`); no event loop.
+A :class:`Stop` set from another thread (the console's esc) kills what a pool started at once:
+requests in flight fail as ``closed`` (outcome unknown), which the engines record honestly.
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Awaitable, Callable, Mapping
+import threading
+from typing import Any, Callable, Mapping
 
 from synartesis.canonical import canonical
 from synartesis.errors import UpstreamError
 from synartesis.journal import RunRow
 from synartesis.policy.model import Policy
-from synartesis.proxy.pipeline import ReadOutcome, run_read
-from synartesis.proxy.upstream import RequestFailed, Upstream
+from synartesis.proxy.client import McpClient
+from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
+from synartesis.proxy.transport import RequestFailed
 from synartesis.undo.launch import launch_specs
 
-__all__ = ["ServerPool", "SpawnedServers", "HeldServers", "ReadOutcome", "RequestFailed", "Request"]
+__all__ = ["ServerPool", "SpawnedServers", "HeldServers", "ReadOutcome", "RequestFailed", "Request", "Stop"]
 
-# (method, params, *, timeout, meta) -> result: what an upstream connection offers.
-Request = Callable[..., Awaitable[Any]]
+# (method, params, *, timeout, meta) -> result, blocking: what an upstream connection offers.
+Request = Callable[..., Any]
+
+
+class Stop:
+    """A stop signal for a running undo, redo or check, set from another thread.
+
+    :meth:`set` runs every hook registered with :meth:`on_set` (a pool kills its servers), once.
+    The engines check :meth:`is_set` between steps and take no further step once it is set.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._hooks: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        """Stop: run the hooks now (on this thread)."""
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            hook()
+
+    def on_set(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` when :meth:`set` is called (at once if it already was)."""
+        with self._lock:
+            if not self._set:
+                self._hooks.append(hook)
+                return
+        hook()
 
 
 class ServerPool:
@@ -36,7 +74,7 @@ class ServerPool:
 
     warnings: list[str]
 
-    async def start(self, needed: set[tuple[str, str]]) -> None:
+    def start(self, needed: set[tuple[str, str]]) -> None:
         """Make ``{(run id, server)}`` reachable (failures are kept for :meth:`why_not`)."""
 
     def request(self, run_id: str, server: str) -> Request | None:
@@ -45,15 +83,21 @@ class ServerPool:
     def why_not(self, run_id: str, server: str) -> str:
         return f"server {server} is not running"
 
-    async def read(self, run_id: str, read: dict, *, timeout: float, max_bytes: int) -> ReadOutcome:
-        """Run a resolved read on the server it names (see ``pipeline.run_read``)."""
+    def read(self, run_id: str, read: dict, *, timeout: float, max_bytes: int) -> ReadOutcome:
+        """Run a resolved read on the server it names (see ``pipeline.run_read_sync``)."""
         req = self.request(run_id, read["server"])
         if req is None:
             return ReadOutcome("failed", reason=self.why_not(run_id, read["server"]))
-        return await run_read(req, read, timeout=timeout, max_bytes=max_bytes)
+        return run_read_sync(req, read, timeout=timeout, max_bytes=max_bytes)
 
-    async def call(self, run_id: str, server: str, tool: str, args: Any, *, timeout: float,
-                   meta: dict | None = None) -> Any:
+    def begin_read(self, run_id: str, read: dict, *, timeout: float, max_bytes: int) -> Callable[[], ReadOutcome]:
+        """Send a resolved read now; return what waits for its outcome (a pool that cannot
+        send without waiting runs it at once)."""
+        done = self.read(run_id, read, timeout=timeout, max_bytes=max_bytes)
+        return lambda: done
+
+    def call(self, run_id: str, server: str, tool: str, args: Any, *, timeout: float,
+             meta: dict | None = None) -> Any:
         """Send one ``tools/call``; its result.
 
         Raises:
@@ -63,26 +107,41 @@ class ServerPool:
         req = self.request(run_id, server)
         if req is None:
             raise RequestFailed(self.why_not(run_id, server), "unsent")  # never reached a server
-        return await req("tools/call", {"name": tool, "arguments": args}, timeout=timeout, meta=meta)
+        return req("tools/call", {"name": tool, "arguments": args}, timeout=timeout, meta=meta)
 
-    async def close(self) -> None:
+    def close(self) -> None:
         """Stop what this pool started."""
 
 
 class SpawnedServers(ServerPool):
-    """Servers started from the recorded launch lines of ``runs`` (see module docstring)."""
+    """Servers started from the recorded launch lines of ``runs`` (see module docstring).
 
-    def __init__(self, runs: Mapping[str, RunRow], policy: Policy | None, entry_env: Any = None) -> None:
+    ``stop``: when set (from any thread), every server started is killed at once and no more
+    are started.
+    """
+
+    def __init__(self, runs: Mapping[str, RunRow], policy: Policy | None, entry_env: Any = None,
+                 stop: Stop | None = None) -> None:
         self.runs = dict(runs)
         self.policy = policy
         self.entry_env = entry_env
-        self.ups: dict[str, Upstream] = {}      # process key → upstream
-        self._started: list[Upstream] = []      # every server started, initialized or not
+        self.stop = stop
+        self.ups: dict[str, McpClient] = {}     # process key → initialized client
+        self._started: list[McpClient] = []     # every server started, initialized or not
+        self._lock = threading.Lock()
         self.keys: dict[tuple[str, str], str] = {}  # (run, server) → process key
         self.errors: dict[str, str] = {}        # process key or "run\0server" → why it is not there
         self.warnings: list[str] = []
+        if stop is not None:
+            stop.on_set(self.kill)
 
-    async def start(self, needed: set[tuple[str, str]]) -> None:
+    def start(self, needed: set[tuple[str, str]], timeout: float = 30.0) -> None:
+        """Start and initialize what ``needed`` names and is not running yet, in parallel.
+
+        Servers are spawned on this thread (a server dies with the thread that started it,
+        see :func:`synartesis.proxy.spawn.popen_server`), then every ``initialize`` is sent
+        before any answer is awaited.
+        """
         specs: dict[str, Any] = {}
         by_run: dict[str, set[str]] = {}
         for run_id, server in needed:
@@ -99,40 +158,68 @@ class SpawnedServers(ServerPool):
                     specs[key] = spec
                     self.warnings.extend(w for w in spec.warnings if w not in self.warnings)
 
-        async def one(key: str, spec: Any) -> None:
-            ctx = Upstream.spawn(spec.command, spec.args, env=spec.env, cwd=spec.cwd, label=spec.server)
-            up = await ctx.__aenter__()
-            self._started.append(up)  # closed by close() even if initialize is cancelled (esc in the console)
+        begun: list[tuple[str, McpClient, Callable[[float | None], dict]]] = []
+        for key, spec in specs.items():
+            if key in self.ups:
+                continue
+            if self.stop is not None and self.stop.is_set():
+                self.errors[key] = f"{spec.server} was not started: stopped"
+                continue
             try:
-                await up.initialize()
+                client = McpClient.spawn(spec.command, spec.args, env=spec.env, cwd=spec.cwd, label=spec.server)
             except UpstreamError as exc:
-                self._started.remove(up)
-                await up.close()
                 self.errors[key] = str(exc)
-                return
-            self.ups[key] = up
-
-        pending = [(k, s) for k, s in specs.items() if k not in self.ups]
-        results = await asyncio.gather(*(one(k, s) for k, s in pending), return_exceptions=True)
-        for (key, _), res in zip(pending, results):
-            if isinstance(res, BaseException):
-                self.errors[key] = str(res)
+                continue
+            with self._lock:
+                self._started.append(client)  # closed by close(), killed by stop, initialized or not
+                stopped = self.stop is not None and self.stop.is_set()
+            if stopped:
+                client.kill()
+            try:
+                begun.append((key, client, client.begin_initialize()))
+            except UpstreamError as exc:
+                self.errors[key] = str(exc)
+        for key, client, finish in begun:
+            try:
+                finish(timeout)
+            except UpstreamError as exc:
+                self.errors[key] = str(exc)
+                continue
+            self.ups[key] = client
 
     def request(self, run_id: str, server: str) -> Request | None:
         up = self.ups.get(self.keys.get((run_id, server), ""))
-        return up.child.request if up is not None else None
+        return up.request if up is not None else None
+
+    def begin_read(self, run_id: str, read: dict, *, timeout: float, max_bytes: int) -> Callable[[], ReadOutcome]:
+        up = self.ups.get(self.keys.get((run_id, read["server"]), ""))
+        if up is None:
+            failed = ReadOutcome("failed", reason=self.why_not(run_id, read["server"]))
+            return lambda: failed
+        return start_read(up.upstream, read, timeout=timeout, max_bytes=max_bytes)
 
     def why_not(self, run_id: str, server: str) -> str:
         key = self.keys.get((run_id, server))
         return self.errors.get(key or "", self.errors.get(f"{run_id}\0{server}", f"server {server} is not running"))
 
-    async def close(self) -> None:
-        try:
-            await asyncio.gather(*(u.close() for u in self._started), return_exceptions=True)
-        except BaseException:  # cancelled again while closing (the console's esc): stop them now
-            for u in self._started:
-                u.child.kill()
-            raise
+    def kill(self) -> None:
+        """SIGKILL every server this pool started, now (any thread): what is waiting on one
+        fails as ``closed``."""
+        with self._lock:
+            started = list(self._started)
+        for client in started:
+            client.kill()
+
+    def close(self) -> None:
+        """Shut every started server down in order, all at once (each in its own grace)."""
+        with self._lock:
+            started = list(self._started)  # kept until they are down: a stop meanwhile kills them
+        for client in started:
+            client.upstream.close_stdin()  # the polite request to all first: they exit together
+        for client in started:
+            client.close()
+        with self._lock:
+            self._started = [c for c in self._started if c not in started]
 
 
 class HeldServers(ServerPool):

@@ -8,7 +8,6 @@ The perform-and-undo half of the proof is tests/test_shipped_proofs.py.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import helpers
 import pytest
 
-from synartesis.proxy.upstream import introspect
+from synartesis.proxy.client import introspect
 from synartesis.services.policies import (
     load_shipped,
     named_tools,
@@ -94,7 +93,7 @@ def test_the_live_set_is_what_issue_5_promises() -> None:
 def test_live_policy_against_the_real_server(pid: str, tmp_path: Path) -> None:
     argv, extra_env = server_argv(pid, tmp_path)
     env = dict(os.environ, **(extra_env or {}))
-    info = asyncio.run(introspect(argv[0], argv[1:], env=env, timeout=60.0))
+    info = introspect(argv[0], argv[1:], env=env, timeout=60.0)
     advertised = {t["name"] for t in info.tools}
     shipped = load_shipped(pid)
     needed = named_tools(shipped.rules, shipped.key)

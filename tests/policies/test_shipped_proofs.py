@@ -24,14 +24,14 @@ from mcp import ClientSession, StdioServerParameters
 from test_shipped_live import server_argv
 
 from synartesis.journal import Journal
-from synartesis.proxy.upstream import introspect
+from synartesis.proxy.client import introspect
 from synartesis.services.policies import merge_policy_text, plan_server_policy
 
 HELD = "Synartesis is holding this call for approval"
 
 
 def _write_policy(tmp: Path, name: str, argv: list[str], env: dict[str, str], env_names=()) -> Path:
-    info = asyncio.run(introspect(argv[0], argv[1:], env=env, timeout=60.0))
+    info = introspect(argv[0], argv[1:], env=env, timeout=60.0)
     plan = plan_server_policy(name, argv[0], argv[1:], tools=info.tools, server_info=info.server_info,
                               origin=None, env_names=env_names)
     assert plan.source == "shipped" and plan.checked, plan.reason

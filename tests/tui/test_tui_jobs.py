@@ -6,12 +6,14 @@ loop then waited for it for ever)."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import pytest
 from helpers import own_descendants, run_async
 from test_tui import World
 
-from synartesis.proxy import upstream
+from synartesis.proxy import client
 from synartesis.tui import jobs
 
 
@@ -34,39 +36,36 @@ def test_a_dry_run_cancelled_while_its_server_starts_or_stops_leaves_no_server(t
     from helpers import open_journal
     with open_journal(world.journal) as j:
         run_id = j.list_runs()[0].id
-    reached = asyncio.Event()
+    reached = threading.Event()
 
-    # Mark the moment, then go on as before: the job is cancelled right there.
-    real_initialize, real_close = upstream.Upstream.initialize, upstream.Child._close \
-        if hasattr(upstream.Child, "_close") else upstream.Child.close
+    # Mark the moment, then go on as before: the job is cancelled right there (the job runs
+    # on a worker thread, so these run there too).
+    real_begin, real_close = client.McpClient.begin_initialize, client.McpClient.close
 
-    async def initialize(self, *a, **kw):
+    def begin_initialize(self, *a, **kw):
         if where == "initialize":
             reached.set()
-            await asyncio.sleep(0.5)
-        return await real_initialize(self, *a, **kw)
+            time.sleep(0.5)
+        return real_begin(self, *a, **kw)
 
-    async def close(self, *a, **kw):
+    def close(self, *a, **kw):
         if where == "close":
             reached.set()
-            await asyncio.sleep(0.5)
-        return await real_close(self, *a, **kw)
+            time.sleep(0.5)
+        return real_close(self, *a, **kw)
 
-    monkeypatch.setattr(upstream.Upstream, "initialize", initialize)
-    monkeypatch.setattr(upstream.Child, real_close.__name__, close)
+    monkeypatch.setattr(client.McpClient, "begin_initialize", begin_initialize)
+    monkeypatch.setattr(client.McpClient, "close", close)
     target = jobs.Target(world.journal, world.manifest, "tester")
 
     async def go() -> None:
         task = asyncio.ensure_future(jobs.undo(target, run_id, dry_run=True))
-        if where == "close":
-            # the dry run finishes its reads, then shuts its server down: esc lands there
-            await asyncio.wait_for(reached.wait(), 60)
-            task.cancel()
-        else:
-            await asyncio.wait_for(reached.wait(), 60)
-            task.cancel()  # esc while the server is answering initialize
-            await asyncio.sleep(0)
-            task.cancel()  # and again, while the job is closing what it started
+        # esc while the server is answering initialize, or while the dry run, its reads done,
+        # shuts its server down
+        assert await asyncio.to_thread(reached.wait, 60)
+        task.cancel()
+        await asyncio.sleep(0)
+        task.cancel()  # and again
         with pytest.raises(asyncio.CancelledError):
             await task
         # while the loop still runs (a leaked server's pipes stay open as long as it does)

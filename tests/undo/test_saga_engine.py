@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal, run_async
+from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal
 
 from synartesis.journal import Journal
-from synartesis.proxy.upstream import Upstream
+from synartesis.proxy.client import McpClient
 from synartesis.undo import Step, UndoOptions, UndoReport, saga_text, undo_target
 from synartesis.undo.servers import HeldServers
 from synartesis.undo.targets import resolve_target
@@ -20,20 +20,20 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 def test_the_engine_undoes_a_run_over_a_connection_the_caller_holds(tmp_path):
     manifest, journal, state, argv = kv_proxy(tmp_path)
 
-    async def go():
-        async with Upstream.spawn(FAKE_SERVER[0], [*FAKE_SERVER[1:], "--state", str(state)], label="kv") as up:
-            await up.initialize()
+    def go():
+        with McpClient.spawn(FAKE_SERVER[0], [*FAKE_SERVER[1:], "--state", str(state)], label="kv") as up:
+            up.initialize()
             with Journal.open(journal) as j:
                 target = resolve_target(j, j.list_runs()[0].id)
                 assert target.live_runs  # its proxy is still running: it is the one rolling back
-                return await undo_target(j, target, UndoOptions(by="saga", own_run=True),
-                                         servers=HeldServers({"kv": up.child.request}), kind="saga")
+                return undo_target(j, target, UndoOptions(by="saga", own_run=True),
+                                   servers=HeldServers({"kv": up.request}), kind="saga")
 
     with RawSession(argv) as s:
         s.handshake()
         s.call(1, "put", {"key": "k0", "value": "a"})
         s.call(2, "put", {"key": "k1", "value": "b"})
-        report = run_async(go())
+        report = go()
         s.close()
     assert report.status == "rolled_back" and report.kind == "saga"
     assert [s.outcome for s in report.steps] == ["restored (verified)"] * 2
