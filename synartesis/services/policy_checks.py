@@ -121,9 +121,8 @@ def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=No
     cwd = spec.cwd
     if policy is not None:
         try:
-            from synartesis.undo.launch import launch_specs
-
             from synartesis.services.launch_env import entry_env
+            from synartesis.undo.launch import launch_specs
 
             launch, _problems = launch_specs({spec.name}, {}, policy, environ, entry_env=entry_env)
             if spec.name in launch:
