@@ -11,7 +11,8 @@ touched, not thirty copies. Cuts fall at line ends chosen by the line's own byte
 line, after at least :data:`_CHUNK_MIN` bytes; at most :data:`_CHUNK_MAX` bytes per chunk), so an
 insertion moves only the cuts next to it. The chunks a blob brings are written together as one
 ``packs`` row, compressed as one stream (a fresh text compresses as well as it did whole), each
-located by a ``chunks`` row (its SHA-256, pack, offset and length in the inflated pack).
+located by a ``chunks`` row (its SHA-256, pack, offset and length in the inflated pack), found
+by an index of the digest's first 8 bytes.
 
 Schema 4 (codec ``chunkids``): the list names chunks by their row number, delta-coded and
 compressed (a version that shares all but two chunks with the one before it costs a few bytes,
@@ -39,8 +40,9 @@ from typing import Any, Iterator
 from synartesis.canonical import sha256_hex
 from synartesis.errors import JournalError
 from synartesis.journal.base import JournalBase
+from synartesis.journal.rows import event_text
 
-__all__ = ["BlobsMixin", "blob_refs", "chunk_cuts", "listing_ids", "remap_listing"]
+__all__ = ["BlobsMixin", "blob_refs", "chunk_cuts", "chunk_key", "listing_ids", "remap_listing"]
 
 _BLOB_MIN = 1024
 _ASK_FIRST = 16 * 1024  # smaller blobs are compressed and inserted (ON CONFLICT DO NOTHING) without asking
@@ -77,6 +79,11 @@ def blob_refs(value: Any) -> Iterator[str]:
 def _listing(data: bytes) -> list[str]:
     """The chunk digests (hex) of a ``chunks`` blob's stored list."""
     return [data[k:k + _DIGEST_LEN].hex() for k in range(0, len(data), _DIGEST_LEN)]
+
+
+def chunk_key(digest: bytes) -> int:
+    """A chunk's index key: the first 8 bytes of its SHA-256 as a signed 64-bit integer."""
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def listing_ids(data: bytes) -> list[int]:
@@ -179,22 +186,26 @@ class BlobsMixin(JournalBase):
                 pack = self._q(sql, (codec, packed)).lastrowid
             rows, offset = [], 0
             for h in new:
-                rows.append((h, pack, offset, len(pieces[h])))
+                rows.append((chunk_key(h), h, pack, offset, len(pieces[h])))
                 offset += len(pieces[h])
-            self.db.executemany("INSERT INTO chunks (hash, pack, start, length) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
-                                rows)
+            self.db.executemany("INSERT INTO chunks (key, hash, pack, start, length) VALUES (?,?,?,?,?)", rows)
             ids.update(self._chunk_ids(new))
         self._q("INSERT INTO blobs (hash, codec, size, data) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
                 (digest, "chunkids", len(data), _encode_ids([ids[h] for h in names])))
 
     def _chunk_ids(self, hashes: list[bytes]) -> dict[bytes, int]:
-        """The row numbers of the chunks among ``hashes`` (SHA-256 digests) already stored."""
+        """The row numbers of the chunks among ``hashes`` (SHA-256 digests) already stored.
+
+        Looked up by :func:`chunk_key` (an 8-byte index entry, where the digest would take 32)
+        and matched on the whole digest, so two chunks whose digests begin alike stay two."""
         ids: dict[bytes, int] = {}
-        for k in range(0, len(hashes), 500):
-            part = hashes[k:k + 500]
-            for h, n in self._all(f"SELECT hash, id FROM chunks WHERE hash IN ({','.join('?' * len(part))})",
-                                  tuple(part)):
-                ids[bytes(h)] = n
+        wanted = set(hashes)
+        keys = sorted({chunk_key(h) for h in hashes})
+        for k in range(0, len(keys), 500):
+            part = keys[k:k + 500]
+            for h, n in self._all(f"SELECT hash, id FROM chunks WHERE key IN ({','.join('?' * len(part))})", tuple(part)):
+                if bytes(h) in wanted:
+                    ids[bytes(h)] = n
         return ids
 
     def _get_blob(self, digest: str) -> bytes:
@@ -385,7 +396,7 @@ class BlobsMixin(JournalBase):
             for row in self._all(f"SELECT {', '.join(cols)} FROM {table}"):
                 live.update(r for r in row if r)
         for (data,) in self._all("SELECT data FROM events WHERE kind IN ('undo.end', 'redo.end', 'saga.end')"):
-            ref = json.loads(data).get("report")
+            ref = json.loads(event_text(data)).get("report")
             if ref:
                 live.add(ref)
         stack = list(live)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from synartesis.errors import UsageError
-from synartesis.journal.blobs import remap_listing
+from synartesis.journal.blobs import chunk_key, remap_listing
+from synartesis.journal.rows import event_text
 
 if TYPE_CHECKING:
     from synartesis.journal.facade import Journal
@@ -81,6 +82,8 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
                     rows = cur.fetchmany(_BATCH)
                     if not rows:
                         break
+                    if table == "events" and target.db.name != "sqlite":  # PostgreSQL holds text
+                        rows = [(*r[:5], event_text(r[5]), *r[6:]) for r in rows]
                     if table == "blobs":
                         rows = [(h, c, size, remap_listing(bytes(d), numbers) if c == "chunkids" else d)
                                 for h, c, size, d in rows]
@@ -110,8 +113,8 @@ def _copy_chunks(source: "Journal", target: "Journal", counts: CopyCounts) -> di
             sql = "INSERT INTO packs (codec, data) VALUES (?,?)"
             new = target._one(sql + " RETURNING id", (codec, data))[0] if target.db.returning else \
                 target._q(sql, (codec, data)).lastrowid
-            target.db.executemany("INSERT INTO chunks (hash, pack, start, length) VALUES (?,?,?,?)",
-                                  [(bytes(h), new, start, length) for _, h, start, length in missing])
+            target.db.executemany("INSERT INTO chunks (key, hash, pack, start, length) VALUES (?,?,?,?,?)",
+                                  [(chunk_key(bytes(h)), bytes(h), new, start, length) for _, h, start, length in missing])
             have.update(target._chunk_ids([bytes(r[1]) for r in missing]))
             counts.rows["packs"] += 1
             counts.rows["chunks"] += len(missing)
