@@ -31,12 +31,16 @@ Error = sqlite3.Error
 _SIDE_FILES = ("-wal", "-shm")
 # What may sit beside a journal in a folder that synartesis made for it.
 _OURS = ("synartesis.yaml", "installed.json", "backups")
-# Page size of a new journal. SQLite's 4 KiB default leaves each of the ~30 tables and indexes of
-# an empty journal a page (120 KB before anything is recorded) and rounds every payload row up to
-# whole pages; 1 KiB pages cut both by three to four times (issue 11 item 6: an edit series'
-# journal 0.091x -> 0.066x of what was written before anything else changed). Reads and writes
-# measured no slower (scripts/bench/blob_chain.py); see README "Design notes".
-_PAGE_SIZE = 1024
+# Page size of a new journal: SQLite's smallest. Every table and index takes at least a page
+# (an empty journal has ~35 of them: 140 KB at SQLite's 4 KiB default), and a row is rounded up
+# to what is left of a page: a journal's rows are a few hundred bytes (a write's two events ~500
+# each, compressed) or overflow (payload packs), so at 1 KiB an event took a page of its own,
+# and whether two fitted hung on the length of a file's path. Measured (scripts/bench/
+# journal_series.py, 30 edits of a 200 KB file): 4 KiB 0.062x of what was written, 2 KiB 0.056x,
+# 1 KiB 0.047-0.052x, 512 B 0.041-0.042x; 600 small writes took the same space at 1 KiB and
+# 512 B. Journal CPU per write and per read did not differ beyond the noise of a loaded machine
+# (README "Design notes"). A journal keeps the page size it was made with.
+_PAGE_SIZE = 512
 
 
 class SqliteBackend:

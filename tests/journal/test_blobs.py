@@ -253,11 +253,11 @@ def test_a_schema_3_journal_upgrades_in_place_and_its_chunk_lists_read_audit_and
     j.close()
 
 
-def test_a_new_sqlite_journal_has_1_kib_pages_and_an_old_one_keeps_its_own(tmp_path, monkeypatch):
+def test_a_new_sqlite_journal_has_small_pages_and_an_old_one_keeps_its_own(tmp_path, monkeypatch):
     from synartesis.journal import sqlite as backend
 
     j = Journal.open(tmp_path / "new" / "journal.db", create=True)
-    assert j.conn.execute("PRAGMA page_size").fetchone()[0] == 1024
+    assert j.conn.execute("PRAGMA page_size").fetchone()[0] == backend._PAGE_SIZE < 4096
     j.close()
     old = tmp_path / "old" / "journal.db"
     with monkeypatch.context() as m:  # a journal made by a build that kept SQLite's default
