@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from contextlib import contextmanager
 
 from synartesis.journal import Journal, blobs
 
@@ -76,6 +77,21 @@ def _chunked(j_or_conn) -> int:
     """How many payloads are stored as chunk lists."""
     conn = getattr(j_or_conn, "conn", j_or_conn)
     return conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunkids'").fetchone()[0]
+
+
+@contextmanager
+def _journal_at_schema(path, monkeypatch, version: int):
+    """A new journal made the way schema ``version`` made one: its migrations only, every payload whole."""
+    from synartesis.journal import schema
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+        m.setattr(schema, "SCHEMA_VERSION", version)
+        m.setattr(blobs, "_CHUNK_MAX", 1 << 30)
+        j = Journal.open(path, create=True)
+        try:
+            yield j
+        finally:
+            j.close()
 
 
 def _write_series(j, run, versions):
@@ -151,15 +167,10 @@ def test_a_schema_2_journal_upgrades_in_place_with_its_whole_payloads_and_held_c
 
     path = tmp_path / "j" / "journal.db"
     big = _edits(1)[0]
-    with monkeypatch.context() as m:  # write a journal the way schema 2 did: whole payloads, old indexes
-        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
-        m.setattr(schema, "SCHEMA_VERSION", 2)
-        m.setattr(blobs, "_CHUNK_MAX", 1 << 30)
-        j = Journal.open(path, create=True)
+    with _journal_at_schema(path, monkeypatch, 2) as j:  # whole payloads, old indexes
         run = j.begin_run("old", {})
         old = j.record_action(run, "fs", "write_file", "reversible", None, {"content": big})
         held, _ = j.hold(run, "fs", "delete", "irreversible", None, {"path": "x"}, "needs a person")
-        j.close()
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
     assert _chunked(raw) == 0
@@ -225,15 +236,10 @@ def test_a_schema_3_journal_upgrades_in_place_and_its_chunk_lists_read_audit_and
 
     path = tmp_path / "j" / "journal.db"
     old_text, new_text = _edits(2)
-    with monkeypatch.context() as m:
-        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
-        m.setattr(schema, "SCHEMA_VERSION", 3)
-        m.setattr(blobs, "_CHUNK_MAX", 1 << 30)
-        j = Journal.open(path, create=True)
+    with _journal_at_schema(path, monkeypatch, 3) as j:
         run = j.begin_run("old", {})
         old = j.record_action(run, "fs", "write_file", "reversible", None, {"content": old_text})
         j.end_run(run)
-        j.close()
     raw = sqlite3.connect(path)
     _as_schema_3_chunks(raw, sha256_hex(old_text.encode()), old_text.encode())
     raw.close()
