@@ -56,6 +56,7 @@ _CHUNK_MASK = 7
 _ZLEVEL = 9  # packs are written once and read many times: the smallest stream
 _DIGEST_LEN = 32
 _PACK_CACHE = 16 * 1024 * 1024  # inflated packs kept per connection
+_PLACES_MAX = 200_000  # chunk places (pack, offset, length) kept per connection, ~20 MB at most
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 # Every column that holds a ref (garbage collection keeps what these point at).
@@ -232,16 +233,22 @@ class BlobsMixin(JournalBase):
         except zlib.error:
             raise JournalError(f"the journal at {self.path} has a damaged payload {digest[:12]}; "
                                "`synartesis audit` says which action it belongs to") from None
-        where: dict[int, tuple[int, int, int]] = {}
-        unique = sorted(set(names))
+        where = self.__dict__.get("_chunk_places")
+        if where is None or len(where) > _PLACES_MAX:
+            where = self.__dict__["_chunk_places"] = {}
+        unique = sorted(set(names) - where.keys())  # a chunk's place never changes, nor is its number reused
         for k in range(0, len(unique), 500):
             part = unique[k:k + 500]
             for n, pack, start, length in self._all(
                     f"SELECT id, pack, start, length FROM chunks WHERE id IN ({','.join('?' * len(part))})", tuple(part)):
                 where[n] = (pack, start, length)
         cache = self._inflated_packs()
-        packs = {p: cache[p] for p in {w[0] for w in where.values()} if p in cache}
-        wanted = sorted({w[0] for w in where.values()} - packs.keys())
+        try:
+            used = {where[n][0] for n in names}
+        except KeyError:
+            raise JournalError(f"the journal at {self.path} is missing part of payload {digest[:12]}") from None
+        packs = {p: cache[p] for p in used if p in cache}
+        wanted = sorted(used - packs.keys())
         for k in range(0, len(wanted), 500):
             part = wanted[k:k + 500]
             for pack, codec, data in self._all(
@@ -430,4 +437,10 @@ class BlobsMixin(JournalBase):
                 if pack not in packed:  # a pack goes when none of its chunks is used any more
                     self._q(f"DELETE FROM {packs} WHERE id = ?", (pack,))
         self._known_blobs.clear()
+        self._drop_payload_caches()
+
+    def _drop_payload_caches(self) -> None:
+        """Forget inflated packs and chunk places (after a prune; before an audit, which must
+        read what the file holds now, not what this connection read earlier)."""
         self.__dict__.pop("_pack_cache", None)
+        self.__dict__.pop("_chunk_places", None)

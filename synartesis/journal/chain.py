@@ -83,6 +83,7 @@ class ChainMixin(BlobsMixin):
         rows with no recorded history, altered payloads, and edited launch lines or origins.
         """
         problems: list[str] = []
+        self._drop_payload_caches()
         with self._guard("audit"):
             run = self._one("SELECT head, servers, session_id, pid, proxy_started, host FROM runs WHERE id = ?", (run_id,))
             events = self._all("SELECT id, action_id, undo_id, at, kind, data, prev, hash FROM events "

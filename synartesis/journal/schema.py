@@ -246,16 +246,18 @@ _CHUNKS_AND_LEAN_INDEXES_PG = _CHUNKS_AND_LEAN_INDEXES.replace(" BLOB", " BYTEA"
 # (blobs codec 'chunkids': delta-coded, compressed) instead of a 32-byte digest each, so small
 # chunks are cheap to list; a chunk's digest is kept as 32 bytes and found through an index of
 # its first 8 (``key``, a signed integer; the whole digest is compared), and its pack says its
-# own codec ('zlib' one stream, 'raw'). Schema 3's tables stay as they were under new names
+# own codec ('zlib' one stream, 'raw'). Numbers are never reused (AUTOINCREMENT; PostgreSQL's
+# identity sequences never reuse either): a connection keeps inflated packs and chunk places by
+# number, and a number freed by a prune elsewhere must not come back as other bytes. Schema 3's tables stay as they were under new names
 # (chunks3, packs3): their lists are read as before, nothing is copied, and prune collects from
 # both. Event data on SQLite may now be a zlib BLOB of its text (rows.packed_event): an older
 # build must not read it, which the number also says.
 _CHUNK_IDS = """
 ALTER TABLE chunks RENAME TO chunks3;
 ALTER TABLE packs RENAME TO packs3;
-CREATE TABLE packs (id INTEGER PRIMARY KEY, codec TEXT NOT NULL, data BLOB NOT NULL);
+CREATE TABLE packs (id INTEGER PRIMARY KEY AUTOINCREMENT, codec TEXT NOT NULL, data BLOB NOT NULL);
 CREATE TABLE chunks (
-  id INTEGER PRIMARY KEY, key INTEGER NOT NULL, hash BLOB NOT NULL, pack INTEGER NOT NULL,
+  id INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER NOT NULL, hash BLOB NOT NULL, pack INTEGER NOT NULL,
   start INTEGER NOT NULL, length INTEGER NOT NULL);
 CREATE INDEX chunks_by_key ON chunks (key);
 """
