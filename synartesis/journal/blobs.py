@@ -5,46 +5,58 @@ Every string of 1 KiB or more inside it is its own blob, named by SHA-256 and zl
 when that is smaller, so the same file text seen as an argument, a post-state and the next
 snapshot is one blob. A dict that happens to look like our marker is escaped (``$synartesis.lit``).
 
-Edit series (issue 11 item 6, schema 3): a blob larger than :data:`_CHUNK_MAX` is stored as a
-list of content-defined chunks (codec ``chunks``: the chunks' SHA-256 digests, 32 bytes each),
-so thirty small edits of one 200 KB file store the few chunks each edit touched, not thirty
-copies. Cuts fall at line ends chosen by the line's own bytes (CRC-32 of the line, after at
-least :data:`_CHUNK_MIN` bytes; at most :data:`_CHUNK_MAX` bytes per chunk), so an insertion
-moves only the cuts next to it. The chunks a blob brings are compressed one by one and written
-together as one ``packs`` row (one large row fills SQLite's pages; forty 2 KB rows would waste
-a third of them), each located by a ``chunks`` row (pack, offset, length). The whole blob is
-still named by the SHA-256 of its whole content: reading it joins the chunks (one query) and
-``audit`` re-hashes the joined bytes, so a chunk altered or lost shows as the payload altered
+Edit series (issue 11 item 6): a blob larger than :data:`_CHUNK_MAX` is stored as a list of
+content-defined chunks, so thirty small edits of one 200 KB file store the few chunks each edit
+touched, not thirty copies. Cuts fall at line ends chosen by the line's own bytes (CRC-32 of the
+line, after at least :data:`_CHUNK_MIN` bytes; at most :data:`_CHUNK_MAX` bytes per chunk), so an
+insertion moves only the cuts next to it. The chunks a blob brings are written together as one
+``packs`` row, compressed as one stream (a fresh text compresses as well as it did whole), each
+located by a ``chunks`` row (its SHA-256, pack, offset and length in the inflated pack), found
+by an index of the digest's first 8 bytes.
+
+Schema 4 (codec ``chunkids``): the list names chunks by their row number, delta-coded and
+compressed (a version that shares all but two chunks with the one before it costs a few bytes,
+where 32-byte digests cost 32 bytes a chunk), which is what lets chunks be small (~1 KB: an edit
+re-stores about one chunk beside what it changed). Row numbers are the journal's own:
+``journal migrate`` and spool shipping renumber them (:func:`remap_listing`). Schema 3's lists
+(codec ``chunks``: 32-byte digests into ``chunks3``/``packs3``) are read as before.
+
+The whole blob is still named by the SHA-256 of its whole content: reading it joins the chunks
+and ``audit`` re-hashes the joined bytes, so a chunk altered or lost shows as the payload altered
 or missing. ``prune`` keeps a pack while any live blob uses one of its chunks.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import zlib
+from array import array
 from collections import OrderedDict
+from itertools import accumulate
 from hashlib import sha256
 from typing import Any, Iterator
 
 from synartesis.canonical import sha256_hex
 from synartesis.errors import JournalError
 from synartesis.journal.base import JournalBase
-from synartesis.journal.rows import new_id
+from synartesis.journal.rows import event_text
 
-__all__ = ["BlobsMixin", "blob_refs", "chunk_cuts"]
+__all__ = ["BlobsMixin", "blob_refs", "chunk_cuts", "chunk_key", "listing_ids", "remap_listing"]
 
 _BLOB_MIN = 1024
 _ASK_FIRST = 16 * 1024  # smaller blobs are compressed and inserted (ON CONFLICT DO NOTHING) without asking
 _INLINE_MAX = 2048
-# Chunking: cuts at line ends whose CRC-32 has its low 5 bits clear (about one line in 32)
-# once a chunk holds _CHUNK_MIN bytes; a chunk never exceeds _CHUNK_MAX (a text without line
-# ends is cut every _CHUNK_MAX bytes). Measured on 200 KB of prose (scripts/bench/journal_series.py):
-# ~5 KB chunks; 1 % edits store ~0.03x of what is written, fresh prose ~0.38x.
-_CHUNK_MIN = 2048
+# Chunking: cuts at line ends whose CRC-32 has its low bits (_CHUNK_MASK) clear once a chunk
+# holds _CHUNK_MIN bytes; a chunk never exceeds _CHUNK_MAX (a text without line ends is cut every
+# _CHUNK_MAX bytes). Measured on 200 KB of prose (scripts/bench/journal_series.py, blob_chain.py).
+_CHUNK_MIN = 512
 _CHUNK_MAX = 16384
-_CHUNK_MASK = 31
+_CHUNK_MASK = 7
+_ZLEVEL = 9  # packs are written once and read many times: the smallest stream
 _DIGEST_LEN = 32
 _PACK_CACHE = 16 * 1024 * 1024  # inflated packs kept per connection
+_PLACES_MAX = 200_000  # chunk places (pack, offset, length) kept per connection, ~20 MB at most
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 # Every column that holds a ref (garbage collection keeps what these point at).
@@ -68,6 +80,37 @@ def blob_refs(value: Any) -> Iterator[str]:
 def _listing(data: bytes) -> list[str]:
     """The chunk digests (hex) of a ``chunks`` blob's stored list."""
     return [data[k:k + _DIGEST_LEN].hex() for k in range(0, len(data), _DIGEST_LEN)]
+
+
+def chunk_key(digest: bytes) -> int:
+    """A chunk's index key: the first 8 bytes of its SHA-256 as a signed 64-bit integer."""
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def listing_ids(data: bytes) -> list[int]:
+    """The chunk row numbers of a ``chunkids`` blob's stored list (zlib of little-endian int64
+    deltas: consecutive chunks of one pack differ by 1, which compresses to almost nothing)."""
+    deltas = array("q", zlib.decompress(data))
+    if sys.byteorder == "big":
+        deltas.byteswap()
+    return list(accumulate(deltas))
+
+
+def _encode_ids(ids: list[int]) -> bytes:
+    deltas = array("q", (b - a for a, b in zip([0] + ids, ids)))
+    if sys.byteorder == "big":
+        deltas.byteswap()
+    return zlib.compress(deltas.tobytes(), _ZLEVEL)
+
+
+def remap_listing(data: bytes, ids: dict[int, int]) -> bytes:
+    """A ``chunkids`` list with each chunk row number replaced by ``ids[number]`` (another
+    journal's numbers for the same chunks).
+
+    Raises:
+        KeyError: a number that ``ids`` does not have.
+    """
+    return _encode_ids([ids[i] for i in listing_ids(data)])
 
 
 def chunk_cuts(data: bytes) -> list[int]:
@@ -119,43 +162,59 @@ class BlobsMixin(JournalBase):
 
     def _put_chunked(self, digest: str, data: bytes, cuts: list[int]) -> None:
         """Store ``data`` as its chunk list; the chunks not stored yet go into one new pack."""
-        names: list[str] = []
-        pieces: dict[str, bytes] = {}
+        names: list[bytes] = []
+        pieces: dict[bytes, bytes] = {}
         start = 0
         for end in cuts:
             piece = data[start:end]
-            h = sha256(piece).hexdigest()
+            h = sha256(piece).digest()
             names.append(h)
             pieces.setdefault(h, piece)
             start = end
-        wanted = sorted(set(names))
-        for k in range(0, len(wanted), 500):
-            part = wanted[k:k + 500]
-            for (h,) in self._all(f"SELECT hash FROM chunks WHERE hash IN ({','.join('?' * len(part))})", tuple(part)):
-                pieces.pop(h, None)
-        if pieces:
+        ids = self._chunk_ids(list(pieces))
+        new = [h for h in pieces if h not in ids]
+        if new:
             # one compressed stream for the whole pack: a fresh text compresses as well as it
-            # did whole; a chunk is read by inflating its pack (``zpack``) and slicing it
-            raw = b"".join(pieces.values())
-            packed = zlib.compress(raw, 6)
-            codec = "zpack"
+            # did whole; a chunk is read by inflating its pack and slicing it
+            raw = b"".join(pieces[h] for h in new)
+            packed, codec = zlib.compress(raw, _ZLEVEL), "zlib"
             if len(packed) >= len(raw):
                 codec, packed = "raw", raw
-            pack = new_id()  # not the blob's name: a pack kept by prune outlives its blob
+            sql = "INSERT INTO packs (codec, data) VALUES (?,?)"
+            if self.db.returning:
+                pack = self._one(sql + " RETURNING id", (codec, packed))[0]
+            else:
+                pack = self._q(sql, (codec, packed)).lastrowid
             rows, offset = [], 0
-            for h, piece in pieces.items():
-                rows.append((h, pack, offset, len(piece), codec, len(piece)))
-                offset += len(piece)
-            self._q("INSERT INTO packs (id, data) VALUES (?,?)", (pack, packed))
-            self.db.executemany("INSERT INTO chunks (hash, pack, start, length, codec, size) "
-                                "VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING", rows)
+            for h in new:
+                rows.append((chunk_key(h), h, pack, offset, len(pieces[h])))
+                offset += len(pieces[h])
+            self.db.executemany("INSERT INTO chunks (key, hash, pack, start, length) VALUES (?,?,?,?,?)", rows)
+            ids.update(self._chunk_ids(new))
         self._q("INSERT INTO blobs (hash, codec, size, data) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
-                (digest, "chunks", len(data), b"".join(bytes.fromhex(h) for h in names)))
+                (digest, "chunkids", len(data), _encode_ids([ids[h] for h in names])))
+
+    def _chunk_ids(self, hashes: list[bytes]) -> dict[bytes, int]:
+        """The row numbers of the chunks among ``hashes`` (SHA-256 digests) already stored.
+
+        Looked up by :func:`chunk_key` (an 8-byte index entry, where the digest would take 32)
+        and matched on the whole digest, so two chunks whose digests begin alike stay two."""
+        ids: dict[bytes, int] = {}
+        wanted = set(hashes)
+        keys = sorted({chunk_key(h) for h in hashes})
+        for k in range(0, len(keys), 500):
+            part = keys[k:k + 500]
+            for h, n in self._all(f"SELECT hash, id FROM chunks WHERE key IN ({','.join('?' * len(part))})", tuple(part)):
+                if bytes(h) in wanted:
+                    ids[bytes(h)] = n
+        return ids
 
     def _get_blob(self, digest: str) -> bytes:
         row = self._one("SELECT codec, data FROM blobs WHERE hash = ?", (digest,))
         if row is None:
             raise JournalError(f"the journal at {self.path} is missing payload {digest[:12]}")
+        if row[0] == "chunkids":
+            return self._join_ids(digest, bytes(row[1]))
         if row[0] == "chunks":
             return self._join_chunks(digest, bytes(row[1]))
         return self._unpack(digest, row[0], row[1])
@@ -167,56 +226,102 @@ class BlobsMixin(JournalBase):
             raise JournalError(f"the journal at {self.path} has a damaged payload {digest[:12]}; "
                                "`synartesis audit` says which action it belongs to") from None
 
+    def _join_ids(self, digest: str, listing: bytes) -> bytes:
+        """A ``chunkids`` list: two queries (the chunks' places, then the packs not inflated yet)."""
+        try:
+            names = listing_ids(listing)
+        except zlib.error:
+            raise JournalError(f"the journal at {self.path} has a damaged payload {digest[:12]}; "
+                               "`synartesis audit` says which action it belongs to") from None
+        where = self.__dict__.get("_chunk_places")
+        if where is None or len(where) > _PLACES_MAX:
+            where = self.__dict__["_chunk_places"] = {}
+        unique = sorted(set(names) - where.keys())  # a chunk's place never changes, nor is its number reused
+        for k in range(0, len(unique), 500):
+            part = unique[k:k + 500]
+            for n, pack, start, length in self._all(
+                    f"SELECT id, pack, start, length FROM chunks WHERE id IN ({','.join('?' * len(part))})", tuple(part)):
+                where[n] = (pack, start, length)
+        cache = self._inflated_packs()
+        try:
+            used = {where[n][0] for n in names}
+        except KeyError:
+            raise JournalError(f"the journal at {self.path} is missing part of payload {digest[:12]}") from None
+        packs = {p: cache[p] for p in used if p in cache}
+        wanted = sorted(used - packs.keys())
+        for k in range(0, len(wanted), 500):
+            part = wanted[k:k + 500]
+            for pack, codec, data in self._all(
+                    f"SELECT id, codec, data FROM packs WHERE id IN ({','.join('?' * len(part))})", tuple(part)):
+                packs[pack] = self._unpack(digest, codec, data)
+        out = []
+        try:
+            for n in names:
+                pack, start, length = where[n]
+                out.append(packs[pack][start:start + length])
+        except KeyError:
+            raise JournalError(f"the journal at {self.path} is missing part of payload {digest[:12]}") from None
+        for pack in wanted:
+            if pack in packs:
+                self._keep_pack(pack, packs[pack])
+        for pack in packs.keys() - set(wanted):
+            cache.move_to_end(pack)
+        return b"".join(out)
+
     def _join_chunks(self, digest: str, listing: bytes) -> bytes:
+        """A schema-3 chunk list (32-byte digests into ``chunks3``/``packs3``)."""
         names = _listing(listing)
         where: dict[str, tuple[str, int, int, str]] = {}
         unique = sorted(set(names))
         for k in range(0, len(unique), 500):
             part = unique[k:k + 500]
             for h, pack, start, length, codec in self._all(
-                    f"SELECT hash, pack, start, length, codec FROM chunks WHERE hash IN ({','.join('?' * len(part))})",
+                    f"SELECT hash, pack, start, length, codec FROM chunks3 WHERE hash IN ({','.join('?' * len(part))})",
                     tuple(part)):
                 where[h] = (pack, start, length, codec)
         cache = self._inflated_packs()
-        packs: dict[str, bytes] = {}
-        wanted = sorted({w[0] for w in where.values()} - cache.keys())
+        packs = {p: cache[p] for p in {w[0] for w in where.values()} if p in cache}
+        wanted = sorted({w[0] for w in where.values()} - packs.keys())
+        stored: dict[str, bytes] = {}
         for k in range(0, len(wanted), 500):
             part = wanted[k:k + 500]
-            for pack, data in self._all(f"SELECT id, data FROM packs WHERE id IN ({','.join('?' * len(part))})",
+            for pack, data in self._all(f"SELECT id, data FROM packs3 WHERE id IN ({','.join('?' * len(part))})",
                                         tuple(part)):
-                packs[pack] = bytes(data)
+                stored[pack] = bytes(data)
         out = []
         try:
             for h in names:
                 pack, start, length, codec = where[h]
-                if pack in cache:
-                    cache.move_to_end(pack)
-                    data = cache[pack]
-                elif codec == "zpack":  # the pack is one stream: inflate it once, slice the chunk
-                    data = self._unpack(digest, "zlib", packs[pack])
-                    self._keep_pack(pack, data)
-                else:  # raw: the stored bytes
-                    data = packs[pack]
+                data = packs.get(pack)
+                if data is None:  # 'zpack': the pack is one stream, inflated once; 'raw': the stored bytes
+                    data = packs[pack] = self._unpack(digest, "zlib", stored[pack]) if codec == "zpack" else stored[pack]
                 out.append(data[start:start + length])
         except KeyError:
             raise JournalError(f"the journal at {self.path} is missing part of payload {digest[:12]}") from None
+        for pack in wanted:
+            if pack in packs:
+                self._keep_pack(pack, packs[pack])
         return b"".join(out)
 
-    def _inflated_packs(self) -> "OrderedDict[str, bytes]":
+    def _inflated_packs(self) -> "OrderedDict[int | str, bytes]":
         """Packs inflated lately (undo reads each step's snapshot, post-state and inverse out of
         the same few packs): newest last, :data:`_PACK_CACHE` bytes at most. A pack never
         changes once written (prune only deletes it with the last chunk that points into it)."""
         cache = self.__dict__.get("_pack_cache")
         if cache is None:
             cache = self.__dict__["_pack_cache"] = OrderedDict()
+            self.__dict__["_pack_bytes"] = 0
         return cache
 
-    def _keep_pack(self, pack: str, data: bytes) -> None:
+    def _keep_pack(self, pack: "int | str", data: bytes) -> None:
         cache = self._inflated_packs()
+        if pack in cache:
+            return
         cache[pack] = data
-        total = sum(len(v) for v in cache.values())
+        total = self.__dict__.get("_pack_bytes", 0) + len(data)
         while total > _PACK_CACHE and len(cache) > 1:
             total -= len(cache.popitem(last=False)[1])
+        self.__dict__["_pack_bytes"] = total
 
     def _split(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -298,7 +403,7 @@ class BlobsMixin(JournalBase):
             for row in self._all(f"SELECT {', '.join(cols)} FROM {table}"):
                 live.update(r for r in row if r)
         for (data,) in self._all("SELECT data FROM events WHERE kind IN ('undo.end', 'redo.end', 'saga.end')"):
-            ref = json.loads(data).get("report")
+            ref = json.loads(event_text(data)).get("report")
             if ref:
                 live.add(ref)
         stack = list(live)
@@ -310,21 +415,32 @@ class BlobsMixin(JournalBase):
                 continue
             for inner in blob_refs(skeleton):
                 live.add(inner)  # string blobs: nothing further inside
-        chunks: set[str] = set()
-        for digest, listing in self._all("SELECT hash, data FROM blobs WHERE codec = 'chunks'"):
+        used: set[int] = set()
+        used3: set[str] = set()  # schema 3's chunk lists
+        for digest, codec, listing in self._all("SELECT hash, codec, data FROM blobs WHERE codec IN ('chunkids', 'chunks')"):
             if digest in live:  # a chunked blob keeps its chunks, and they their packs
-                chunks.update(_listing(bytes(listing)))
+                if codec == "chunkids":
+                    used.update(listing_ids(bytes(listing)))
+                else:
+                    used3.update(_listing(bytes(listing)))
         for (digest,) in self._all("SELECT hash FROM blobs"):
             if digest not in live:
                 self._q("DELETE FROM blobs WHERE hash = ?", (digest,))
-        packs: set[str] = set()
-        for h, pack in self._all("SELECT hash, pack FROM chunks"):
-            if h in chunks:
-                packs.add(pack)
-            else:
-                self._q("DELETE FROM chunks WHERE hash = ?", (h,))
-        for (pack,) in self._all("SELECT id FROM packs"):
-            if pack not in packs:  # a pack goes when none of its chunks is used any more
-                self._q("DELETE FROM packs WHERE id = ?", (pack,))
+        for chunks, packs, key, kept in (("chunks", "packs", "id", used), ("chunks3", "packs3", "hash", used3)):
+            packed: set = set()
+            for n, pack in self._all(f"SELECT {key}, pack FROM {chunks}"):
+                if n in kept:
+                    packed.add(pack)
+                else:
+                    self._q(f"DELETE FROM {chunks} WHERE {key} = ?", (n,))
+            for (pack,) in self._all(f"SELECT id FROM {packs}"):
+                if pack not in packed:  # a pack goes when none of its chunks is used any more
+                    self._q(f"DELETE FROM {packs} WHERE id = ?", (pack,))
         self._known_blobs.clear()
+        self._drop_payload_caches()
+
+    def _drop_payload_caches(self) -> None:
+        """Forget inflated packs and chunk places (after a prune; before an audit, which must
+        read what the file holds now, not what this connection read earlier)."""
         self.__dict__.pop("_pack_cache", None)
+        self.__dict__.pop("_chunk_places", None)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from typing import Any
 
 from synartesis.canonical import canonical, sha256_hex
 from synartesis.journal.blobs import BlobsMixin
-from synartesis.journal.rows import ACTION_COLS, AuditResult, action_from_row, action_state, now_iso
+from synartesis.journal.rows import ACTION_COLS, AuditResult, action_from_row, action_state, event_text, now_iso, packed_event
 
 __all__ = ["ChainMixin"]
 
@@ -43,6 +44,8 @@ class ChainMixin(BlobsMixin):
         at = now_iso()
         hashed, stored = chain_texts(data)
         body = event_body(run_id, action_id, undo_id, at, kind, hashed)
+        if self.db.name == "sqlite":
+            stored = packed_event(stored)  # PostgreSQL's data is text (TOAST compresses long rows)
         # a head this transaction already moved is the one to chain from (not yet in _heads)
         prev = self._tx_heads.get(run_id) or self._heads.get(run_id)
         digest = ""
@@ -81,6 +84,7 @@ class ChainMixin(BlobsMixin):
         rows with no recorded history, altered payloads, and edited launch lines or origins.
         """
         problems: list[str] = []
+        self._drop_payload_caches()
         with self._guard("audit"):
             run = self._one("SELECT head, servers, session_id, pid, proxy_started, host FROM runs WHERE id = ?", (run_id,))
             events = self._all("SELECT id, action_id, undo_id, at, kind, data, prev, hash FROM events "
@@ -97,7 +101,12 @@ class ChainMixin(BlobsMixin):
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
-            parsed = json.loads(data)
+            try:
+                parsed = json.loads(event_text(data))
+            except (zlib.error, UnicodeDecodeError, ValueError):
+                problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
+                prev = ehash
+                continue
             body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at, "kind": kind,
                               "data": parsed})
             if sha256_hex((eprev + "\n" + body).encode("utf-8", "surrogatepass")) != ehash:

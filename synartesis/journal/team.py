@@ -27,7 +27,8 @@ _ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.@-]{0,62}")
 _MEMBER_GRANTS = {
     "runs": "SELECT, INSERT, UPDATE, DELETE", "actions": "SELECT, INSERT, UPDATE, DELETE",
     "undos": "SELECT, INSERT, UPDATE, DELETE", "events": "SELECT, INSERT, DELETE",
-    "blobs": "SELECT, INSERT", "packs": "SELECT, INSERT", "chunks": "SELECT, INSERT", "shapes": "SELECT, INSERT", "sessions": "SELECT, INSERT, UPDATE, DELETE",
+    "blobs": "SELECT, INSERT", "packs": "SELECT, INSERT", "chunks": "SELECT, INSERT", "packs3": "SELECT, INSERT",
+    "chunks3": "SELECT, INSERT", "shapes": "SELECT, INSERT", "sessions": "SELECT, INSERT, UPDATE, DELETE",
     "counters": "SELECT, UPDATE", "migrations": "SELECT", "team": "SELECT",
 }
 _ON_PG_ONLY = ("team roles live in a team journal on PostgreSQL; on a SQLite journal the OS user owns "

@@ -3,7 +3,9 @@
 Every row is copied as it is (sessions, runs, payload blobs, tool shapes, actions, attempts,
 events), so the hash chain still holds and ``audit`` can prove the copy on both sides. Events
 are inserted in their source order and numbered by the target (the chain hashes bodies, not
-ids). The target must hold no actions yet: journal-wide action numbers (``gseq``) are chained,
+ids). Chunk packs and chunks are numbered by the target too, and the chunk lists that name
+them are rewritten with the target's numbers (a payload's name is its content's hash, so it is
+the same payload in both journals). The target must hold no actions yet: journal-wide action numbers (``gseq``) are chained,
 so two journals' actions cannot be merged without rewriting history.
 """
 
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from synartesis.errors import UsageError
+from synartesis.journal.blobs import chunk_key, remap_listing
+from synartesis.journal.rows import event_text
 
 if TYPE_CHECKING:
     from synartesis.journal.facade import Journal
@@ -25,9 +29,9 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
     ("sessions", "id, kind, name, client, client_pid, client_started, host, started_at", "started_at, id"),
     ("runs", "id, label, client, started_at, ended_at, status, pid, servers, head, session_id, proxy_started, host, "
              "unverified, end_note", "{order}"),
+    ("packs3", "id, data", "id"),
+    ("chunks3", "hash, pack, start, length, codec, size", "hash"),
     ("blobs", "hash, codec, size, data", "hash"),
-    ("packs", "id, data", "id"),
-    ("chunks", "hash, pack, start, length, codec, size", "hash"),
     ("shapes", "fingerprint, server, tool, ref, first_seen", "fingerprint"),
     ("actions", "id, run_id, seq, server, tool, class, rule, call_key, args_ref, prior, snapshot_ref, result_ref, "
                 "inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, decision_note, used_by, "
@@ -63,11 +67,12 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
         if not some and (target._one("SELECT count(*) FROM actions")[0] or target._one("SELECT count(*) FROM runs")[0]):
             raise UsageError(f"the journal at {target.path} already holds runs; migrate into an empty one "
                              "(journal-wide action numbers are chained and cannot be merged)")
+        numbers = _copy_chunks(source, target, counts)
         for table, cols, order in _TABLES:
             order = order.format(order=source.db.row_order)
             marks = ",".join("?" * (cols.count(",") + 1))
             insert = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
-            if table in ("sessions", "blobs", "packs", "chunks", "shapes"):
+            if table in ("sessions", "blobs", "packs3", "chunks3", "shapes"):
                 insert += " ON CONFLICT DO NOTHING"
             where, params = _only(table, ids) if some else ("", ())
             with source._guard("read for a copy"):
@@ -77,6 +82,11 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
                     rows = cur.fetchmany(_BATCH)
                     if not rows:
                         break
+                    if table == "events" and target.db.name != "sqlite":  # PostgreSQL holds text
+                        rows = [(*r[:5], event_text(r[5]), *r[6:]) for r in rows]
+                    if table == "blobs":
+                        rows = [(h, c, size, remap_listing(bytes(d), numbers) if c == "chunkids" else d)
+                                for h, c, size, d in rows]
                     target.db.executemany(insert, [tuple(r) for r in rows])
                     n += len(rows)
             counts.rows[table] = n
@@ -84,6 +94,32 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
         target._q("UPDATE counters SET value = ? WHERE name = 'gseq' AND value < ?", (top[0], top[0]) if top else (0, 0))
     target._heads.clear()
     return counts
+
+
+def _copy_chunks(source: "Journal", target: "Journal", counts: CopyCounts) -> dict[int, int]:
+    """Copy every chunk pack and chunk of ``source`` (schema 4's) that ``target`` lacks; return
+    each source chunk's number in the target (chunks it already had keep the target's)."""
+    ids: dict[int, int] = {}
+    counts.rows["packs"] = counts.rows["chunks"] = 0
+    with source._guard("read for a copy"):
+        packs = [r[0] for r in source._all("SELECT id FROM packs ORDER BY id")]
+    for pack in packs:
+        with source._guard("read for a copy"):
+            codec, data = source._one("SELECT codec, data FROM packs WHERE id = ?", (pack,))
+            rows = source._all("SELECT id, hash, start, length FROM chunks WHERE pack = ? ORDER BY id", (pack,))
+        have = target._chunk_ids([bytes(r[1]) for r in rows])
+        missing = [r for r in rows if bytes(r[1]) not in have]
+        if missing:  # a pack whose chunks the target has already is not copied
+            sql = "INSERT INTO packs (codec, data) VALUES (?,?)"
+            new = target._one(sql + " RETURNING id", (codec, data))[0] if target.db.returning else \
+                target._q(sql, (codec, data)).lastrowid
+            target.db.executemany("INSERT INTO chunks (key, hash, pack, start, length) VALUES (?,?,?,?,?)",
+                                  [(chunk_key(bytes(h)), bytes(h), new, start, length) for _, h, start, length in missing])
+            have.update(target._chunk_ids([bytes(r[1]) for r in missing]))
+            counts.rows["packs"] += 1
+            counts.rows["chunks"] += len(missing)
+        ids.update((n, have[bytes(h)]) for n, h, _, _ in rows)
+    return ids
 
 
 def _only(table: str, ids: list[str]) -> tuple[str, tuple]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from contextlib import contextmanager
 
 from synartesis.journal import Journal, blobs
 
@@ -75,7 +76,22 @@ def _edits(n: int, size: int = 200 * 1024) -> list[str]:
 def _chunked(j_or_conn) -> int:
     """How many payloads are stored as chunk lists."""
     conn = getattr(j_or_conn, "conn", j_or_conn)
-    return conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunks'").fetchone()[0]
+    return conn.execute("SELECT count(*) FROM blobs WHERE codec = 'chunkids'").fetchone()[0]
+
+
+@contextmanager
+def _journal_at_schema(path, monkeypatch, version: int):
+    """A new journal made the way schema ``version`` made one: its migrations only, every payload whole."""
+    from synartesis.journal import schema
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+        m.setattr(schema, "SCHEMA_VERSION", version)
+        m.setattr(blobs, "_CHUNK_MAX", 1 << 30)
+        j = Journal.open(path, create=True)
+        try:
+            yield j
+        finally:
+            j.close()
 
 
 def _write_series(j, run, versions):
@@ -92,7 +108,8 @@ def test_an_edit_series_stores_the_chunks_each_edit_touched_not_every_version(ne
     run = j.begin_run("t", {})
     versions = _edits(30)
     ids = _write_series(j, run, versions)
-    stored = j.conn.execute("SELECT sum(length(data)) FROM blobs").fetchone()[0]
+    stored = j.conn.execute("SELECT (SELECT sum(length(data)) FROM blobs) + (SELECT sum(length(data)) FROM packs) "
+                            "+ (SELECT 44 * count(*) FROM chunks)").fetchone()[0]
     written = sum(len(v) for v in versions)
     assert stored < 0.05 * written, stored / written
     assert [j.get_json(j.get_action(i).args_ref)["content"] for i in ids] == versions
@@ -113,13 +130,13 @@ def test_audit_finds_an_altered_chunk_and_a_missing_one(new_journal):
     j = new_journal()
     run = j.begin_run("t", {})
     _write_series(j, run, _edits(1))
-    listing = j.conn.execute("SELECT data FROM blobs WHERE codec = 'chunks'").fetchone()[0]
-    first, second = listing[:32].hex(), listing[32:64].hex()
-    j.conn.execute("UPDATE chunks SET codec = 'raw' WHERE hash = ?", (first,))  # its bytes read as others
+    listing = j.conn.execute("SELECT data FROM blobs WHERE codec = 'chunkids'").fetchone()[0]
+    first, second = blobs.listing_ids(bytes(listing))[:2]
+    j.conn.execute("UPDATE chunks SET start = start + 1 WHERE id = ?", (first,))  # its bytes read as others
     j.conn.commit()
     found = j.audit(run)
     assert not found.ok and any("altered" in p for p in found.problems), found.problems
-    j.conn.execute("DELETE FROM chunks WHERE hash = ?", (second,))
+    j.conn.execute("DELETE FROM chunks WHERE id = ?", (second,))
     j.conn.commit()
     found = j.audit(run)
     assert not found.ok and any("missing" in p for p in found.problems), found.problems
@@ -150,15 +167,10 @@ def test_a_schema_2_journal_upgrades_in_place_with_its_whole_payloads_and_held_c
 
     path = tmp_path / "j" / "journal.db"
     big = _edits(1)[0]
-    with monkeypatch.context() as m:  # write a journal the way schema 2 did: whole payloads, old indexes
-        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
-        m.setattr(schema, "SCHEMA_VERSION", 2)
-        m.setattr(blobs, "_CHUNK_MAX", 1 << 30)
-        j = Journal.open(path, create=True)
+    with _journal_at_schema(path, monkeypatch, 2) as j:  # whole payloads, old indexes
         run = j.begin_run("old", {})
         old = j.record_action(run, "fs", "write_file", "reversible", None, {"content": big})
         held, _ = j.hold(run, "fs", "delete", "irreversible", None, {"path": "x"}, "needs a person")
-        j.close()
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
     assert _chunked(raw) == 0
@@ -174,4 +186,92 @@ def test_a_schema_2_journal_upgrades_in_place_with_its_whole_payloads_and_held_c
     assert reused and again.id == held.id
     _write_series(j, run, [big[:-1] + "!"])
     assert _chunked(j) == 1 and j.audit(run).ok
+    j.close()
+
+
+def test_a_copy_into_a_journal_that_numbers_chunks_otherwise_reads_every_version_back(new_journal, tmp_path):
+    from synartesis.journal.transfer import copy_journal
+
+    versions = _edits(5)
+    src = Journal.open(tmp_path / "src" / "journal.db", create=True)
+    src.conn.execute("UPDATE counters SET value = 1000 WHERE name = 'gseq'")  # as a spool numbers them
+    run = src.begin_run("t", {})
+    ids = _write_series(src, run, versions[1:])
+    src.end_run(run)
+    target = new_journal()
+    other = target.begin_run("other", {})  # its own chunks first: the copied ones get other numbers
+    _write_series(target, other, [_edits(1, 60_000)[0], versions[0]])
+    target.end_run(other)
+    before = target.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    copy_journal(src, target, [run])
+    assert [target.get_json(target.get_action(i).args_ref)["content"] for i in ids] == versions[1:]
+    assert target.audit(run).ok and target.audit(other).ok
+    # chunks the target had (version 0 shares most of them) are not stored twice
+    added = target.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] - before
+    assert 0 < added < src.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    src.close()
+
+
+def _as_schema_3_chunks(conn, digest: str, text: bytes) -> None:
+    """Rewrite the whole blob ``digest`` the way schema 3 stored a chunked one: a list of 32-byte
+    digests, the chunks in one zlib pack (``zpack``: offsets into the inflated pack)."""
+    import hashlib
+    import zlib
+    pieces = [text[k:k + 5000] for k in range(0, len(text), 5000)]
+    names = [hashlib.sha256(p).hexdigest() for p in pieces]
+    conn.execute("INSERT INTO packs (id, data) VALUES (?, ?)", ("pack-3", zlib.compress(b"".join(pieces))))
+    offset = 0
+    for h, p in zip(names, pieces):
+        conn.execute("INSERT INTO chunks (hash, pack, start, length, codec, size) VALUES (?,?,?,?,?,?) "
+                     "ON CONFLICT DO NOTHING", (h, "pack-3", offset, len(p), "zpack", len(p)))
+        offset += len(p)
+    conn.execute("UPDATE blobs SET codec = 'chunks', data = ? WHERE hash = ?",
+                 (b"".join(bytes.fromhex(h) for h in names), digest))
+    conn.commit()
+
+
+def test_a_schema_3_journal_upgrades_in_place_and_its_chunk_lists_read_audit_and_prune(tmp_path, monkeypatch):
+    from synartesis.canonical import sha256_hex
+    from synartesis.journal import schema
+
+    path = tmp_path / "j" / "journal.db"
+    old_text, new_text = _edits(2)
+    with _journal_at_schema(path, monkeypatch, 3) as j:
+        run = j.begin_run("old", {})
+        old = j.record_action(run, "fs", "write_file", "reversible", None, {"content": old_text})
+        j.end_run(run)
+    raw = sqlite3.connect(path)
+    _as_schema_3_chunks(raw, sha256_hex(old_text.encode()), old_text.encode())
+    raw.close()
+
+    j = Journal.open(path)
+    assert j.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    assert j.get_json(j.get_action(old.id).args_ref) == {"content": old_text} and j.audit(run).ok
+    new_run = j.begin_run("new", {})
+    _write_series(j, new_run, [new_text])
+    j.end_run(new_run)
+    assert _chunked(j) == 1 and j.audit(new_run).ok
+    left = "SELECT (SELECT count(*) FROM chunks3), (SELECT count(*) FROM packs3), (SELECT count(*) FROM chunks)"
+    assert all(j.conn.execute(left).fetchone())
+    j.prune([run])
+    assert j.conn.execute(left).fetchone()[:2] == (0, 0)
+    assert j.get_json(j.actions(new_run)[0].args_ref)["content"] == new_text
+    j.close()
+
+
+def test_a_new_sqlite_journal_has_small_pages_and_an_old_one_keeps_its_own(tmp_path, monkeypatch):
+    from synartesis.journal import sqlite as backend
+
+    j = Journal.open(tmp_path / "new" / "journal.db", create=True)
+    assert j.conn.execute("PRAGMA page_size").fetchone()[0] == backend._PAGE_SIZE < 4096
+    j.close()
+    old = tmp_path / "old" / "journal.db"
+    with monkeypatch.context() as m:  # a journal made by a build that kept SQLite's default
+        m.setattr(backend, "_PAGE_SIZE", 4096)
+        j = Journal.open(old, create=True)
+        run = j.begin_run("t", {})
+        j.close()
+    j = Journal.open(old)
+    assert j.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+    assert [r.id for r in j.list_runs()] == [run]
     j.close()

@@ -58,3 +58,21 @@ def test_undo_attempts_are_chained_in_each_run_they_touch(new_journal):
     assert kinds[b] == ["run.begin", "undo.begin", "undo.end"]
     assert j.audit(a).ok and j.audit(b).ok
     assert [u.status for u in j.undos(b)] == ["nothing"]
+
+
+def test_event_data_is_stored_compressed_on_sqlite_and_an_altered_blob_is_found(new_journal):
+    j = new_journal()
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": "/p/a.txt", "content": "x"},
+                        prior="captured", snapshot={"content": "y"})
+    (eid, data), = j.conn.execute("SELECT id, data FROM events WHERE action_id = ?", (a.id,)).fetchall()
+    if j.db.name == "sqlite":
+        assert isinstance(data, bytes)
+        j.conn.execute("UPDATE events SET data = ? WHERE id = ?", (data[:-3] + b"\0\0\0", eid))
+        j.conn.commit()
+    else:  # PostgreSQL keeps text
+        assert isinstance(data, str)
+        j.conn.execute("UPDATE events SET data = ? WHERE id = ?", (data.replace("/p/a.txt", "/p/b.txt"), eid))
+    found = j.audit(run)
+    assert not found.ok and any("altered" in p for p in found.problems), found.problems
+    j.close()
