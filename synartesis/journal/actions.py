@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterable
 
 from synartesis.canonical import call_key, canonical, sha256_hex
 from synartesis.errors import UsageError
-from synartesis.journal.blobs import _BLOB_MIN
 from synartesis.journal.chain import ChainMixin, chain_texts, event_body
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
                                      action_values, new_id, now_iso)
@@ -372,12 +371,12 @@ _q = encode_basestring  # canonical() of a str
 
 
 def _digest_ref(result: Any) -> str | None:
-    """The inline ref :meth:`put_json` gives a read's digested result (``{synartesisDigest,
-    bytes, sha256, preview}``: no string in it can be a blob), built without walking it; None
-    for anything else (then put_json decides)."""
+    """An inline ref for a read's digested result (``{synartesisDigest, bytes, sha256,
+    preview}``), built without walking it, that :meth:`get_json` and ``audit`` read as they read
+    :meth:`put_json`'s; None for anything else (then put_json decides)."""
     if type(result) is not dict or result.get("synartesisDigest") is not True or len(result) != 4:
         return None
-    preview = result.get("preview")
-    if type(preview) is not str or len(preview) >= _BLOB_MIN or not preview.isascii():
-        return None
-    return "=" + json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > 2048 or "$synartesis." in text or not text.isascii():
+        return None  # long, not ASCII, or a server's look-alike holding our markers: put_json decides
+    return "=" + text  # inline, as put_json stores a small value (read back by get_json alike)

@@ -78,6 +78,8 @@ def test_a_redo_reapplies_in_place_and_the_chain_follows(new_journal):
 
 
 def test_reads_recorded_in_a_batch_chain_the_same_state_a_single_record_would(new_journal):
+    from synartesis.canonical import call_key
+    from synartesis.journal.chain import chain_texts
     from synartesis.journal.rows import action_state
     from synartesis.proxy.framing import parse_lenient
     from synartesis.proxy.pipeline import read_record
@@ -101,9 +103,8 @@ def test_reads_recorded_in_a_batch_chain_the_same_state_a_single_record_would(ne
     for a, r in zip(rows, reads):
         assert j.get_json(a.args_ref) == r["args"]
         assert j.get_json(a.result_ref) == r.get("result")
-        assert a.call_key == __import__("synartesis.canonical").canonical.call_key("files", "read_text_file", r["args"])
+        assert a.call_key == call_key("files", "read_text_file", r["args"])
     # what the chain holds for each read is the general path's text of its row
-    from synartesis.journal.chain import chain_texts
     events = {aid: data for aid, data in j._all("SELECT action_id, data FROM events WHERE run_id = ? AND kind = "
                                                 "'action.record'", (run,))}
     for a in rows:
