@@ -1,5 +1,6 @@
 # Interleaved start-up runs: wall time to the initialize answer, and the CPU each process used up
-# to it (robust to a loaded machine). Fresh journal every run, like run_benchmarks.py.
+# to it (robust to a loaded machine). Fresh journal every run, like run_benchmarks.py; the
+# policy cache warm (each label's own, after the first, discarded round).
 import sys, shlex, time, os, statistics, collections, random
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mcpbench import Session
@@ -22,10 +23,14 @@ res = collections.defaultdict(lambda: collections.defaultdict(list))
 for r in range(runs + 1):
     order = cmds[:]; random.shuffle(order)
     for label, c in order:
+        # each label's journal (and so its compiled policy cache, kept beside the journal) in a
+        # folder of its own: two builds sharing one cache would overwrite each other's (the cache
+        # is keyed by the build's policy code) and measure cold starts half of the time
+        j = f"./sc-{label}/j-sc.db"
+        os.makedirs(os.path.dirname(j), exist_ok=True)
         for s in ("", "-wal", "-shm"):
-            p = f"./j-sc.db{s}"
-            if os.path.exists(p): os.unlink(p)
-        s = Session(shlex.split(c.replace("{journal}", "./j-sc.db"))); s.initialize()
+            if os.path.exists(j + s): os.unlink(j + s)
+        s = Session(shlex.split(c.replace("{journal}", j))); s.initialize()
         if r == 0:
             s.close(); continue
         res[label]["init"].append((s.t_init_reply - s.t_spawn) / 1e6)

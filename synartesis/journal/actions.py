@@ -12,6 +12,8 @@ Every status change is conditional where a race is possible (``expect``) and app
 
 from __future__ import annotations
 
+import json
+from json.encoder import encode_basestring
 from typing import Any, Callable, Iterable
 
 from synartesis.canonical import call_key, canonical, sha256_hex
@@ -98,6 +100,8 @@ class ActionsMixin(ChainMixin):
                 top = self._one("SELECT value FROM counters WHERE name = 'gseq'")
             gseq = int(self._require(top, "the action counter")[0])
             gseq -= len(items)
+            quoted: dict[str, str] = {}
+            numbered: dict[str, int] = {}
             for it in items:
                 run_id = it["run"]
                 prev = heads.get(run_id)
@@ -107,25 +111,35 @@ class ActionsMixin(ChainMixin):
                         continue  # the run is gone (pruned): nothing to attach the read to
                     prev = found[0]
                 seq = it.get("seq")
-                if seq is None:
+                if seq is None:  # not numbered by the run's proxy: after the run's last, in this batch too
                     source = self._seq_sources.get(run_id)
-                    seq = source() if source is not None else self._one(
-                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,))[0]
+                    if source is not None:
+                        seq = source()
+                    else:
+                        seq = numbered.get(run_id) or self._one(
+                            "SELECT COALESCE(MAX(seq), 0) FROM actions WHERE run_id = ?", (run_id,))[0]
+                        seq = numbered[run_id] = seq + 1
                 gseq += 1
+                server, tool, status = it["server"], it["tool"], it["status"]
                 args, result = it["args"], it.get("result")
-                key, args_ref = self._key_and_ref(it["server"], it["tool"], args)
-                row = ActionRow(
-                    id=new_id(), run_id=run_id, seq=seq, server=it["server"], tool=it["tool"], cls="readonly",
-                    rule=it.get("rule"), call_key=key, args_ref=args_ref,
-                    prior=None, snapshot_ref=None, result_ref=self._put_opt(result), inverse_ref=None, verify_ref=None,
-                    post_ref=None, status=it["status"], note=it.get("note"), decided_by=None, decided_at=None,
-                    decision_note=None, used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts,
-                    gseq=gseq)
-                hashed, stored = chain_texts(action_state(row))
-                digest = sha256_hex((prev + "\n" + event_body(run_id, row.id, None, ts, "action.record", hashed))
+                key, args_ref = self._key_and_ref(server, tool, args, quoted)
+                result_ref = None if result is None else (_digest_ref(result) or self.put_json(result))
+                aid = new_id()
+                values = (aid, run_id, seq, server, tool, "readonly", it.get("rule"), key, args_ref, None, None,
+                          result_ref, None, None, None, status, it.get("note"), None, None, None, None,
+                          f"{run_id}:{seq}", ts, ts, gseq, None)
+                # the chained state (canonical(action_state(row))) built from its template; text
+                # that is not ASCII takes the general path (a lone surrogate is stored escaped)
+                data = _READ_STATE % (_q(args_ref), gseq, key, "null" if result_ref is None else _q(result_ref), seq,
+                                      _q(server), _q(status), _q(tool))
+                if data.isascii():
+                    hashed = stored = data
+                else:
+                    hashed, stored = chain_texts(action_state(action_from_row(values)))
+                digest = sha256_hex((prev + "\n" + event_body(run_id, aid, None, ts, "action.record", hashed))
                                     .encode("utf-8", "surrogatepass"))
-                rows.append(action_values(row))
-                events.append((run_id, row.id, ts, stored, prev, digest))
+                rows.append(values)
+                events.append((run_id, aid, ts, stored, prev, digest))
                 heads[run_id] = digest
             self.db.executemany(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", rows)
             self.db.executemany("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
@@ -133,13 +147,18 @@ class ActionsMixin(ChainMixin):
             self.db.executemany("UPDATE runs SET head = ? WHERE id = ?", [(h, r) for r, h in heads.items()])
             self._tx_heads.update(heads)
 
-    def _key_and_ref(self, server: str, tool: str, args: Any) -> tuple[str, str]:
+    def _key_and_ref(self, server: str, tool: str, args: Any, quoted: dict[str, str] | None = None) -> tuple[str, str]:
         """(call_key, args_ref) with the arguments serialised once when they are small (no
-        string in them can be a blob, so the ref is their canonical text inline)."""
+        string in them can be a blob, so the ref is their canonical text inline). ``quoted``
+        keeps the canonical texts of server and tool names across one batch."""
         text = canonical(args)
         if len(text) < 1024 and "$synartesis." not in text and text.isascii():
-            whole = f"[{canonical(server)},{canonical(tool)},{text}]"
-            return sha256_hex(whole.encode("utf-8")), "=" + text
+            if quoted is None:
+                quoted = {}
+            names = quoted.get(server + "\0" + tool)
+            if names is None:
+                names = quoted[server + "\0" + tool] = f"[{canonical(server)},{canonical(tool)},"
+            return sha256_hex(f"{names}{text}]".encode()), "=" + text
         return call_key(server, tool, args), self.put_json(args)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
@@ -340,3 +359,24 @@ class ActionsMixin(ChainMixin):
     def data_version(self) -> int:
         """Changes whenever another connection commits (cheap polling for live views)."""
         return self.db.data_version()
+
+
+# canonical(action_state(row)) of a read as recorded: the keys sorted, nothing but these eight
+# set (args ref, gseq, call key, result ref, seq, server, status, tool); tests/journal checks it
+# against the general path.
+_READ_STATE = ('{"args":%s,"by":null,"class":"readonly","decision":null,"gseq":%d,"inverse":null,"key":"%s",'
+               '"post":null,"prior":null,"result":%s,"reverted":null,"seq":%d,"server":%s,"snapshot":null,'
+               '"status":%s,"tool":%s,"used_by":null,"verify":null}')
+_q = encode_basestring  # canonical() of a str
+
+
+def _digest_ref(result: Any) -> str | None:
+    """An inline ref for a read's digested result (``{synartesisDigest, bytes, sha256,
+    preview}``), built without walking it, that :meth:`get_json` and ``audit`` read as they read
+    :meth:`put_json`'s; None for anything else (then put_json decides)."""
+    if type(result) is not dict or result.get("synartesisDigest") is not True or len(result) != 4:
+        return None
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > 2048 or "$synartesis." in text or not text.isascii():
+        return None  # long, not ASCII, or a server's look-alike holding our markers: put_json decides
+    return "=" + text  # inline, as put_json stores a small value (read back by get_json alike)

@@ -129,7 +129,7 @@ class SqliteBackend:
     def executemany(self, text: str, rows: list) -> None:
         """One statement (``?`` placeholders, as :meth:`sql` takes them) over many rows."""
         # checked first: a row that fails half-way through would leave the earlier ones inserted
-        self.conn.executemany(text, [r if all(_utf8(p) for p in r) else [_storable(p) for p in r] for r in rows])
+        self.conn.executemany(text, [r if _storable_row(r) else [_storable(p) for p in r] for r in rows])
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -219,6 +219,15 @@ def _utf8(value: Any) -> bool:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return False
+    return True
+
+
+def _storable_row(row: Any) -> bool:
+    """True unless a value of ``row`` is text SQLite cannot take (ASCII text, the usual case,
+    is passed without an encoding attempt)."""
+    for p in row:
+        if p.__class__ is str and not p.isascii() and not _utf8(p):
+            return False
     return True
 
 

@@ -13,12 +13,11 @@ the next ones use that file when it was made from exactly these bytes:
 - anything unexpected in it (another format, a field the model no longer has) is a miss: the
   YAML is parsed again and the cache rewritten. A malformed policy is never cached.
 
-Standard library only (``json``, ``hashlib``); the loader (and PyYAML) is imported on a miss.
+Standard library only (``json``, SHA-256); the loader (and PyYAML) is imported on a miss.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -31,12 +30,20 @@ from synartesis.policy.source import decode_policy, read_policy_bytes
 __all__ = ["cache_path", "load_policy_cached"]
 
 _FORMAT = 1
+
+try:  # CPython's own SHA-256: hashlib would load and initialise OpenSSL on every proxy start
+    from _sha256 import sha256 as _sha256  # Python 3.11
+except ImportError:  # pragma: no cover - other versions and implementations
+    try:
+        from _sha2 import sha256 as _sha256  # Python 3.12+
+    except ImportError:
+        from hashlib import sha256 as _sha256
 _TYPES = {cls.__name__: cls for cls in (Policy, Rule, ServerSpec, CallTemplate)}
 
 
 def cache_path(policy_path: Path, cache_dir: Path) -> Path:
     """Where the compiled form of ``policy_path`` is kept in ``cache_dir`` (the journal's folder)."""
-    name = hashlib.sha256(os.fsencode(os.path.abspath(policy_path))).hexdigest()[:16]
+    name = _sha256(os.fsencode(os.path.abspath(policy_path))).hexdigest()[:16]
     return cache_dir / f"policy-{name}.json"
 
 
@@ -55,7 +62,7 @@ def load_policy_cached(path: str | os.PathLike[str], cache_dir: str | os.PathLik
     except OSError:
         return _parse(raw, str(p))
     key = {"format": _FORMAT, "path": os.path.abspath(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-           "sha256": hashlib.sha256(raw).hexdigest(), "code": _code_fingerprint()}
+           "sha256": _sha256(raw).hexdigest(), "code": _code_fingerprint()}
     where = cache_path(p, Path(cache_dir))
     cached = _read_cache(where, key)
     if cached is not None:

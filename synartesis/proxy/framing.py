@@ -142,12 +142,43 @@ def write_frame(fd: int, line: Any) -> None:
 def parse(line: Any) -> Any:
     """A frame parsed strictly (UTF-8 JSON); :data:`INVALID` when it is not.
 
-    Used for client frames: what cannot be read is never forwarded.
+    Used for client frames: what cannot be read is never forwarded. Exactly what
+    ``json.loads(line)`` accepts; a frame that opens with ``{`` (every request) skips its
+    encoding detection and its layers of calls.
     """
     try:
+        if line[:1] == b"{" and line[1:2] != b"\x00":  # not UTF-16/32 (json.loads detects those)
+            text = line.decode("utf-8", "surrogatepass")  # as json.loads decodes bytes
+            value, end = _scan(text, 0)
+            if end != len(text) and text[end:].strip(" \t\n\r"):
+                return _INVALID
+            return value
         return json.loads(line)
+    except StopIteration:  # the scanner found no value where one must be
+        return _INVALID
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return _INVALID
+
+
+_scan = json.JSONDecoder().scan_once
+
+
+def _plain_value(token: Any) -> Any:
+    """A JSON integer, or a string without escapes, read without :func:`json.loads` (how SDKs
+    write ids); ``_UNREAD`` for anything else."""
+    if token[:1] == b'"':
+        if len(token) >= 2 and token[-1:] == b'"' and b"\\" not in token and b'"' not in token[1:-1]:
+            try:
+                text = bytes(token[1:-1]).decode("utf-8")
+            except UnicodeDecodeError:
+                return _UNREAD
+            if text.isprintable() or not any(c < " " for c in text):  # JSON forbids raw control characters
+                return text
+        return _UNREAD
+    digits = token[1:] if token[:1] == b"-" else token
+    if digits.isdigit() and (digits[:1] != b"0" or len(digits) == 1) and len(digits) < 300:
+        return int(token)
+    return _UNREAD
 
 
 _RESULT_FIRST = b'{"result":'
@@ -183,7 +214,7 @@ def answer_frame(line: Any) -> LazyFrame | None:
         cut = line.rfind(_TAIL)
         if cut < 0 or not _plain_id(line, cut + len(_TAIL), end - 1):
             return None
-        return LazyFrame(line, {"result": (len(_RESULT_FIRST), cut), "jsonrpc": (cut + 12, cut + 17),
+        return LazyFrame(line, {"result": (len(_RESULT_FIRST), cut), "jsonrpc": (cut + 11, cut + 16),
                                 "id": (cut + len(_TAIL), end - 1)})
     if line.startswith(_HEAD):
         comma = line.find(b',"result":', len(_HEAD))
@@ -212,6 +243,7 @@ class _Invalid:
 
 _INVALID = _Invalid()
 INVALID = _INVALID
+_UNREAD = _Invalid()  # a member not read yet
 
 # -- reading an envelope without building the values ------------------------------------
 # Strings are skipped with bytes.find (memchr speed; a file's text has no unescaped quote), and
@@ -437,12 +469,13 @@ class LazyFrame:
         is_batch: the frame is a JSON array.
     """
 
-    __slots__ = ("is_batch", "line", "members")
+    __slots__ = ("_id", "is_batch", "line", "members")
 
     def __init__(self, line: Any, members: dict[str, tuple[int, int]], is_batch: bool = False) -> None:
         self.line = line
         self.members = members
         self.is_batch = is_batch
+        self._id: Any = _UNREAD
 
     @classmethod
     def scan(cls, line: Any) -> LazyFrame | None:
@@ -460,14 +493,24 @@ class LazyFrame:
         return cls(line, members)
 
     def member(self, key: str, default: Any = None) -> Any:
-        """The parsed value of one top-level member (meant for the small ones: id, method)."""
+        """The parsed value of one top-level member (meant for the small ones: id, method).
+        The ``id`` is parsed once per frame (the upstream's reader and the engine both ask)."""
+        if key == "id" and self._id is not _UNREAD:
+            return self._id
         span = self.members.get(key)
         if span is None:
-            return default
-        try:
-            return json.loads(self.line[span[0]:span[1]])
-        except (ValueError, RecursionError):
-            return default
+            value = default
+        else:
+            token = self.line[span[0]:span[1]]
+            value = _plain_value(token)
+            if value is _UNREAD:
+                try:
+                    value = json.loads(token)
+                except (ValueError, RecursionError):
+                    value = default
+        if key == "id" and default is None:
+            self._id = value
+        return value
 
     def __contains__(self, key: str) -> bool:
         return key in self.members
@@ -497,7 +540,9 @@ class LazyFrame:
         out: dict[str, Any] = {"synartesisDigest": True, "bytes": len(view),
                                "sha256": hashlib.sha256(view).hexdigest(),
                                "preview": bytes(view[:PREVIEW * 4]).decode("utf-8", "replace")[:PREVIEW]}
-        if len(view) <= 1 << 16:  # small enough to parse: json.loads beats walking it here
+        if self.line.find(b'"isError"', span[0], span[1]) < 0:
+            error = False  # the key is spelled so, unescaped, wherever it is (memchr speed)
+        elif len(view) <= 1 << 16:  # small enough to parse: json.loads beats walking it here
             result = self.result()
             error = isinstance(result, dict) and result.get("isError") is True
         else:

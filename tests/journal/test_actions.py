@@ -75,3 +75,37 @@ def test_a_redo_reapplies_in_place_and_the_chain_follows(new_journal):
     row = j.get_action(a.id)
     assert (row.status, row.reverted, j.get_json(row.result_ref)) == ("applied", None, {"v": 2})
     assert j.audit(run).ok
+
+
+def test_reads_recorded_in_a_batch_chain_the_same_state_a_single_record_would(new_journal):
+    from synartesis.canonical import call_key
+    from synartesis.journal.chain import chain_texts
+    from synartesis.journal.rows import action_state
+    from synartesis.proxy.framing import parse_lenient
+    from synartesis.proxy.pipeline import read_record
+
+    j = new_journal()
+    run = j.begin_run("t", {})
+    frame = b'{"result":{"content":[{"type":"text","text":"' + b"x\\n" * 700 + b'"}]},"jsonrpc":"2.0","id":7}'
+    digested = read_record({"answer": parse_lenient(frame)})["result"]
+    reads = [
+        {"args": {"path": "/a \"quoted\" \\ path"}, "status": "applied", "result": digested},
+        {"args": {"path": "/ü/ñ.txt"}, "status": "applied", "result": {**digested, "preview": "é" * 10}},
+        {"args": {"q": "\ud800"}, "status": "failed", "note": "the server said \ud800"},
+        {"args": {"path": "/x"}, "status": "applied", "result": {"content": [{"type": "text", "text": "small"}]}},
+        {"args": {"big": "y" * 5000}, "status": "unknown", "note": "outcome unknown", "rule": "files.read_*"},
+        {"args": None, "status": "applied", "result": [1, {"k": None}]},
+    ]
+    j.record_reads([{"run": run, "server": "files", "tool": "read_text_file", **r} for r in reads])
+    rows = j.actions(run)
+    assert [a.status for a in rows] == [r["status"] for r in reads] and [a.seq for a in rows] == list(range(1, 7))
+    assert j.audit(run).ok
+    for a, r in zip(rows, reads):
+        assert j.get_json(a.args_ref) == r["args"]
+        assert j.get_json(a.result_ref) == r.get("result")
+        assert a.call_key == call_key("files", "read_text_file", r["args"])
+    # what the chain holds for each read is the general path's text of its row
+    events = {aid: data for aid, data in j._all("SELECT action_id, data FROM events WHERE run_id = ? AND kind = "
+                                                "'action.record'", (run,))}
+    for a in rows:
+        assert events[a.id] == chain_texts(action_state(a))[1]

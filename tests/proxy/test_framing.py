@@ -104,6 +104,28 @@ def test_an_everyday_answer_is_read_from_its_ends_exactly_as_json_loads_reads_it
     if isinstance(frame, LazyFrame):
         assert kind == "result"
         assert frame.member("id") == mid and frame.result() == json.loads(line)["result"]
+        assert frame.member("id") == mid and frame.member("jsonrpc") == "2.0"  # the id is read once, then kept
         assert "method" not in frame
     else:
         assert frame == json.loads(line)
+
+
+_CLIENT_BYTES = st.one_of(
+    _json.map(lambda v: json.dumps({"v": v}, ensure_ascii=False).encode("utf-8", "surrogatepass")),
+    st.binary(max_size=40).map(lambda b: b"{" + b),
+    st.sampled_from([b"{", b'{"a":1}x', b'{"a":1} \r\n', b'{"a":1}\x0c', b'{"a":"\x01"}', b'{"a":"\xed\xa0\x80"}',
+                     b'{"a":1}{"b":2}', b"{\x00\x00\x00", b'{"a":NaN}', b'{"a":' + b"[" * 3000 + b"]" * 3000 + b"}",
+                     b'\xef\xbb\xbf{"a":1}', b' {"a":1}']))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_CLIENT_BYTES)
+def test_a_client_frame_is_accepted_exactly_when_json_loads_accepts_it(line):
+    try:
+        want = json.loads(line)
+    except (ValueError, RecursionError):
+        want = INVALID
+    got = parse(line)
+    assert (got is INVALID) == (want is INVALID)
+    if got is not INVALID:
+        assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
