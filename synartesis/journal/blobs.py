@@ -70,6 +70,8 @@ def blob_refs(value: Any) -> Iterator[str]:
         if len(value) == 1 and _BLOB_KEY in value and isinstance(value[_BLOB_KEY], str):
             yield value[_BLOB_KEY]
             return
+        if len(value) == 1 and isinstance(value.get(_LIT_KEY), dict):
+            value = value[_LIT_KEY]  # a value that held our key itself (_split escaped it): its members only
         for v in value.values():
             yield from blob_refs(v)
     elif isinstance(value, list):

@@ -34,6 +34,12 @@ def test_a_json_value_that_looks_like_our_marker_round_trips(new_journal):
     tricky = {"$synartesis.blob": "not-a-hash", "nested": [{"$synartesis.lit": 1}], "s": "\ud800 lone"}
     a = j.record_action(run, "s", "t", "readonly", None, tricky)
     assert j.get_json(a.args_ref) == tricky
+    # a server can send a look-alike too, alone or beside a real blob: audit must not take it for
+    # a missing payload (found by the reads engineer: a hostile server could make audit fail)
+    look_alike = {"$synartesis.blob": "0" * 64}
+    j.record_reads([{"run": run, "server": "s", "tool": "t", "rule": None, "args": look_alike,
+                     "status": "applied", "result": {"content": [look_alike, {"text": "x" * 5000}]}, "seq": 2}])
+    assert j.audit(run).ok, j.audit(run)
     j.close()
 
 
