@@ -68,13 +68,17 @@ class ActionsMixin(ChainMixin):
 
     def record_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                       args: Any, status: str = "pending", note: str | None = None, *,
-                      prior: str | None = None, snapshot: Any = None, verify: Any = None) -> ActionRow:
+                      prior: str | None = None, snapshot: Any = None, verify: Any = None,
+                      carry: bool = True) -> ActionRow:
         """Insert an action with the next seq of its run and the next journal-wide number.
 
         ``prior``/``snapshot``/``verify``: the pre-read, stored in the same transaction, so a
         write's row and the state it will replace are committed together before it is sent.
+        ``carry=False`` leaves this connection's deferred changes (an earlier write's
+        ``applied``) for a later transaction: the proxy commits them while this call is at the
+        server, so they are not on the path to sending it.
         """
-        with self._guard("record action"), self._tx():
+        with self._guard("record action"), self._tx(carry):
             return self._insert_action(run_id, server, tool, cls, rule, args, status, note,
                                        prior=prior, snapshot=snapshot, verify=verify)
 
