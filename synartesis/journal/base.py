@@ -119,6 +119,17 @@ class JournalBase:
         ActionsMixin.defer_applied and the undo engine's step records)."""
         self._deferred.append(lambda: change)
 
+    def prepare_deferred(self) -> None:
+        """Prepare the deferred changes now (each waits for what it needs, such as a write's
+        post-read) and keep what they will write for the next transaction: the proxy calls it
+        before it sends a call, so no earlier write's post-read can be answered after a later
+        write reached the server."""
+        ready: list[Callable[[], Callable[[], None]]] = []
+        for prepare in self._deferred:
+            change = prepare()
+            ready.append(lambda change=change: change)
+        self._deferred = ready
+
     @property
     def deferred(self) -> int:
         """How many changes wait for this connection's next transaction."""

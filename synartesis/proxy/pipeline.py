@@ -459,7 +459,9 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             j.mark_failed(action.id, f"held: {broken}")
             if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken) is None:
                 return
-    # 6. forward (in saga mode an error answer is kept back until the run is rolled back)
+    # 6. forward (in saga mode an error answer is kept back until the run is rolled back);
+    # earlier writes' post-reads are answered first, so each read the state its write left
+    j.prepare_deferred()
     ctx.hold_error = rule.cls != "readonly" and host.saga_enabled(server)
     if not host.forward(ctx, wait=True):  # not written: certainly not applied
         if ctx.cancelled:  # the client withdrew it while it waited its turn: no answer is due
