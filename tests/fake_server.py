@@ -95,7 +95,9 @@ def main() -> None:
                 result(mid, {"name": args.get("name"), "value": os.environ.get(str(args.get("name")))})
                 continue
             if name == "get":
-                def answer(mid=mid, key=args.get("key")) -> None:
+                key = args.get("key")
+
+                def answer(mid=mid, key=key) -> None:
                     if key in state:
                         result(mid, {"key": key, "value": state[key]})
                     else:
