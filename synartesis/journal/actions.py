@@ -194,7 +194,8 @@ class ActionsMixin(ChainMixin):
                       post: Any, note: str | None) -> None:
         """:meth:`mark_applied`, written at the start of this connection's next transaction
         (or by :meth:`flush`) instead of in one of its own: the proxy's lane commits a write's
-        outcome with the next call's record, one commit where there were two (issue 11 item 4).
+        outcome while the next call is at the server, off the path to sending it (issue 11
+        item 4; :meth:`prepare_deferred` waits for its post-read before that call is sent).
         Until then the action is ``pending``; a proxy killed in between leaves it so, and it
         becomes ``unknown`` (undo halts there) when the run is closed or found stale.
 

@@ -388,8 +388,8 @@ class Engine:
 
         The lane owes the write's deferred ``applied`` a commit until then: it stays busy for
         :meth:`drain` and the idle check, and the read's answer wakes it (``_FLUSH``) instead
-        of the lane blocking on the read, so a call that comes first is taken at once and its
-        record carries the outcome (one commit per write, its pre-read overlapping this read).
+        of the lane blocking on the read, so a call that comes first is taken at once (its
+        pre-read overlapping this read) and the outcome is committed while it is at the server.
         """
         with self._lane_cond:
             self._lane_count += 1

@@ -14,8 +14,9 @@ nothing of the transport, the threads or the client connection.
    Absence where the inverse needs the snapshot holds the call for approval.
 6. Forward the original bytes; a JSON-RPC error or ``isError`` → ``failed``.
 7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``), or the
-   policy's declared ``post_state``, and mark it ``applied``: committed with the lane's next
-   transaction (the next call's record) or as soon as the lane is idle, not in one of its own.
+   policy's declared ``post_state``, and mark it ``applied``: committed while the next call
+   is at the server, or when the post-read's answer finds the lane idle (never on the path to
+   sending a call; the next call waits only for the post-read's answer).
 8. Timeout, disconnect or cancellation after the request was written → ``unknown``.
 
 A plain read (readonly, nothing to capture) is forwarded at once and journalled by the engine's
@@ -628,10 +629,9 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             except RefError as exc:
                 notes.append(f"the declared post_state could not be resolved, so it was read back: {exc}")
         if post is None:
-            # sent now, waited for when the outcome is committed: with the lane's next
-            # transaction (the next call's record, so the next call's pre-read overlaps it: both
-            # read the state this write left, and nothing is written before it is answered) or
-            # when the lane goes idle (Engine._lane_loop)
+            # sent now and waited for before the next call is sent (so the next call's
+            # pre-read overlaps it: both read the state this write left); committed while that
+            # call is at the server, or when its answer finds the lane idle (Engine._lane_loop)
             pending = host.read_later(verify_read)
 
             def post_state() -> tuple[dict | None, str | None]:
