@@ -67,7 +67,9 @@ def test_a_signal_while_queued_calls_drain_ends_the_proxy_at_once(tmp_path):
         s.send(_call(1, "slow_put", {"key": "k", "value": "v", "delay": 60}))
         assert s.proc.stdin is not None
         s.proc.stdin.close()  # EOF: the proxy waits for the queued call (up to a minute)
-        time.sleep(0.5)
+        end = time.monotonic() + 20  # signal once the server has it (a busy machine may take a while)
+        while time.monotonic() < end and not (log.exists() and "slow_put" in log.read_text()):
+            time.sleep(0.02)
         started = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
         s.proc.wait(timeout=20)
