@@ -2,7 +2,9 @@
 a server that crashes mid-call, one that is slow, one whose inverse fails.
 
 State is a JSON object in ``--state FILE`` (rewritten after every write, sorted keys).
-Tools: ``get {key}``, ``put {key, value}``, ``slow_put {key, value, delay}``, ``delete {key}``.
+Tools: ``get {key, delay?}`` (with ``delay``, answered that many seconds later from a timer,
+with the value at that time, while later requests are served), ``put {key, value}``,
+``slow_put {key, value, delay}``, ``delete {key}``.
 Environment knobs:
 - ``FAKE_CRASH_ON_CALL=N``: exit(3) when the N-th tools/call arrives (before answering;
   with ``FAKE_CRASH_AFTER_APPLY=1`` after applying it).
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 
 TOOLS = [
@@ -51,9 +54,12 @@ def main() -> None:
             json.dump(state, f, sort_keys=True, indent=1)
         os.replace(tmp, opts.state)
 
+    out_lock = threading.Lock()
+
     def send(obj: dict) -> None:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
+        with out_lock:
+            sys.stdout.write(json.dumps(obj) + "\n")
+            sys.stdout.flush()
 
     def result(mid, value, error=False):
         body = {"content": [{"type": "text", "text": json.dumps(value) if not isinstance(value, str) else value}]}
@@ -89,10 +95,19 @@ def main() -> None:
                 result(mid, {"name": args.get("name"), "value": os.environ.get(str(args.get("name")))})
                 continue
             if name == "get":
-                if args.get("key") in state:
-                    result(mid, {"key": args["key"], "value": state[args["key"]]})
+                key = args.get("key")
+
+                def answer(mid=mid, key=key) -> None:
+                    if key in state:
+                        result(mid, {"key": key, "value": state[key]})
+                    else:
+                        result(mid, f"no such key: {key}", error=True)
+                if args.get("delay"):
+                    timer = threading.Timer(float(args["delay"]), answer)
+                    timer.daemon = True
+                    timer.start()
                 else:
-                    result(mid, f"no such key: {args.get('key')}", error=True)
+                    answer()
                 continue
             if name in ("put", "slow_put"):
                 if name == "slow_put":

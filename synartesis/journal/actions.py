@@ -70,13 +70,17 @@ class ActionsMixin(ChainMixin):
 
     def record_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                       args: Any, status: str = "pending", note: str | None = None, *,
-                      prior: str | None = None, snapshot: Any = None, verify: Any = None) -> ActionRow:
+                      prior: str | None = None, snapshot: Any = None, verify: Any = None,
+                      carry: bool = True) -> ActionRow:
         """Insert an action with the next seq of its run and the next journal-wide number.
 
         ``prior``/``snapshot``/``verify``: the pre-read, stored in the same transaction, so a
         write's row and the state it will replace are committed together before it is sent.
+        ``carry=False`` leaves this connection's deferred changes (an earlier write's
+        ``applied``) for a later transaction: the proxy commits them while this call is at the
+        server, so they are not on the path to sending it.
         """
-        with self._guard("record action"), self._tx():
+        with self._guard("record action"), self._tx(carry):
             return self._insert_action(run_id, server, tool, cls, rule, args, status, note,
                                        prior=prior, snapshot=snapshot, verify=verify)
 
@@ -209,7 +213,8 @@ class ActionsMixin(ChainMixin):
                       post: Any, note: str | None) -> None:
         """:meth:`mark_applied`, written at the start of this connection's next transaction
         (or by :meth:`flush`) instead of in one of its own: the proxy's lane commits a write's
-        outcome with the next call's record, one commit where there were two (issue 11 item 4).
+        outcome while the next call is at the server, off the path to sending it (issue 11
+        item 4; :meth:`prepare_deferred` waits for its post-read before that call is sent).
         Until then the action is ``pending``; a proxy killed in between leaves it so, and it
         becomes ``unknown`` (undo halts there) when the run is closed or found stale.
 

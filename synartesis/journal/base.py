@@ -81,17 +81,20 @@ class JournalBase:
         return self._q(sql, params).fetchall()
 
     @contextmanager
-    def _tx(self) -> Iterator[None]:
+    def _tx(self, carry: bool = True) -> Iterator[None]:
         """One write transaction holding the write lock from its start. The first one of a CLI
-        connection closes stale runs before it does anything else; deferred changes go first.
-        If it fails, deferred changes are dropped with it (their actions stay ``pending``,
-        which a closed or stale run turns into ``unknown``): one that cannot be written must
-        not block every later call."""
+        connection closes stale runs before it does anything else; deferred changes go first
+        (``carry=False``: they wait for a later transaction). If it fails, deferred changes
+        are dropped with it (their actions stay ``pending``, which a closed or stale run turns
+        into ``unknown``): one that cannot be written must not block every later call."""
         if self._in_tx:  # a method called from a deferred change: part of the outer transaction
             yield
             return
         self._tx_heads, self._tx_blobs = {}, []
-        deferred, self._deferred = self._deferred, []
+        if carry:
+            deferred, self._deferred = self._deferred, []
+        else:
+            deferred = []
         changes = [prepare() for prepare in deferred]  # outside the write lock: they may wait for a read
         with self.db.write():
             self._in_tx = True
@@ -115,6 +118,17 @@ class JournalBase:
         honestly be lost goes here (what an action's status already tells, see
         ActionsMixin.defer_applied and the undo engine's step records)."""
         self._deferred.append(lambda: change)
+
+    def prepare_deferred(self) -> None:
+        """Prepare the deferred changes now (each waits for what it needs, such as a write's
+        post-read) and keep what they will write for the next transaction: the proxy calls it
+        before it sends a call, so no earlier write's post-read can be answered after a later
+        write reached the server."""
+        ready: list[Callable[[], Callable[[], None]]] = []
+        for prepare in self._deferred:
+            change = prepare()
+            ready.append(lambda change=change: change)
+        self._deferred = ready
 
     @property
     def deferred(self) -> int:

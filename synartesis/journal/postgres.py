@@ -43,7 +43,7 @@ __all__ = ["PostgresBackend", "Error", "RetryableJournalError", "connect", "conn
 Error = psycopg.Error
 # pg_advisory_xact_lock key of "the journal" (per database: advisory locks are).
 LOCK_KEY = 0x5359_4E41_5254  # "SYNART"
-_BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({LOCK_KEY}), pg_current_xact_id()::text"
+_LOCK = f"SELECT pg_advisory_xact_lock({LOCK_KEY}), pg_current_xact_id()::text"
 _VALUES = re.compile(r"^(INSERT INTO [^()]+ \([^()]+\) VALUES )(\([^()]*\))( ON CONFLICT DO NOTHING)?$", re.S)
 _ROWS_PER_INSERT = 200
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -116,6 +116,8 @@ class PostgresBackend:
         self.conn = _Conn(self)
         self.warnings: list[str] = []
         self._in_tx = False
+        self._pipe: Any = None  # the pipeline of the write transaction in progress
+        self._pipe_cm: Any = None
         self._sql_cache: dict[str, str] = {}
 
     # -- opening ---------------------------------------------------------------------------
@@ -168,15 +170,18 @@ class PostgresBackend:
     def execute(self, text: str, params: Any = ()) -> Any:
         if self._raw.closed and not self._in_tx:
             self._reconnect()
+        if self._pipe is not None and not params and ";" in text:
+            self._leave(None)  # a script (several statements) cannot be pipelined
         try:
-            return self._raw.execute(text, params or None)
+            cur = self._raw.execute(text, params or None)
         except (UnicodeEncodeError, psycopg.DataError) as exc:
             fixed = [_storable(p) for p in params]
             if fixed == list(params) or isinstance(exc, psycopg.DataError) and "NUL" not in str(exc):
                 raise
             # A lone surrogate or a NUL (valid JSON) in a name or note cannot be PostgreSQL
             # text; payloads never get here (they are stored escaped, losslessly).
-            return self._raw.execute(text, fixed)
+            cur = self._raw.execute(text, fixed)
+        return cur if self._pipe is None else _Piped(cur, self._pipe)
 
     def executemany(self, text: str, rows: list) -> None:
         """One statement (``?`` placeholders) over many rows. An ``INSERT … VALUES (…)`` is sent
@@ -196,33 +201,71 @@ class PostgresBackend:
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        """A write transaction holding the journal's advisory lock from its first statement."""
+        """A write transaction holding the journal's advisory lock from its first statement.
+
+        It runs in psycopg's pipeline mode: a statement is sent at once and only waited for
+        when its answer is read (a fetch, or a ``rowcount``, which syncs), so the statements
+        whose answers are not needed (BEGIN and the lock, a payload's INSERT, the counter's
+        UPDATE) share a round trip with the next one that is. A recorded write costs three
+        round trips (its counter, its event, COMMIT) where it cost six. Nothing is committed
+        before COMMIT; an error anywhere rolls the whole transaction back. A script of several
+        statements (a migration) ends pipeline mode for the rest of its transaction."""
         if self._raw.closed:
             self._reconnect()
         conn = self._raw
         try:
-            cur = conn.execute(_BEGIN)  # one round trip: BEGIN, then the lock and the transaction id
-            cur.nextset()
-            xid = cur.fetchone()[1]
+            self._pipe_cm = conn.pipeline()
+            self._pipe = self._pipe_cm.__enter__()
+            conn.execute("BEGIN")
+            lock = conn.execute(_LOCK)  # the lock and the transaction id, read with the first answer
         except psycopg.OperationalError as exc:
+            self._leave(exc)
             raise self._lost(exc, None) from None
         self._in_tx = True
+        xid: str | None = None
         try:
             yield
-        except BaseException:
+            xid = lock.fetchone()[1]  # here at the latest: every write takes the lock first
+        except BaseException as exc:
             self._in_tx = False
-            try:
-                conn.execute("ROLLBACK")
-            except psycopg.Error:
-                pass
+            self._abandon(exc)
             raise
         self._in_tx = False
         try:
             conn.execute("COMMIT")
+            if self._pipe is not None:
+                self._pipe.sync()  # a statement's error not read before surfaces here: nothing is committed
         except psycopg.OperationalError as exc:
+            self._leave(exc)
             outcome = self._lost(exc, xid)
             if not isinstance(outcome, _Committed):
                 raise outcome from None
+            return
+        except BaseException as exc:
+            self._abandon(exc)
+            raise
+        self._leave(None)
+
+    def _leave(self, exc: BaseException | None) -> None:
+        """End pipeline mode, waiting for what is still in flight. After an error whatever
+        the pipeline then says is dropped: the error in hand is the one that counts."""
+        cm, self._pipe_cm, self._pipe = self._pipe_cm, None, None
+        if cm is None:
+            return
+        try:
+            cm.__exit__(type(exc) if exc else None, exc, None)
+        except psycopg.Error:
+            if exc is None:
+                raise
+
+    def _abandon(self, exc: BaseException) -> None:
+        """Leave pipeline mode and roll the transaction back (best effort: a broken
+        connection has nothing left to roll back)."""
+        self._leave(exc)
+        try:
+            self._raw.execute("ROLLBACK")
+        except psycopg.Error:
+            pass
 
     def _lost(self, exc: Exception, xid: str | None) -> JournalError:
         """The error for a connection that broke; with ``xid`` (a COMMIT whose answer was lost),
@@ -301,6 +344,33 @@ class PostgresBackend:
         if op == "open":
             return JournalError(f"the journal at {self.url} could not be opened: {text}")
         return JournalError(f"journal {op} failed ({self.url}): {text}")
+
+
+class _Piped:
+    """A cursor of a pipelined transaction: ``rowcount`` waits for the statement's answer
+    (psycopg fills it in only when the pipeline is synced; fetches wait by themselves)."""
+
+    __slots__ = ("_cur", "_pipe")
+
+    def __init__(self, cur: Any, pipe: Any) -> None:
+        self._cur, self._pipe = cur, pipe
+
+    @property
+    def rowcount(self) -> int:
+        self._pipe.sync()
+        return self._cur.rowcount
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+    def fetchall(self) -> Any:
+        return self._cur.fetchall()
+
+    def __iter__(self) -> Any:
+        return iter(self._cur)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cur, name)
 
 
 class _Committed(JournalError):

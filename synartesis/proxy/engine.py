@@ -384,13 +384,34 @@ class Engine:
 
     def read_later(self, read: dict) -> Callable[[], ReadOutcome]:
         """Send one of our reads now (a write's post-read); the returned callable waits for
-        its outcome (see :func:`synartesis.proxy.pipeline.start_read`)."""
+        its outcome (see :func:`synartesis.proxy.pipeline.start_read`).
+
+        The lane owes the write's deferred ``applied`` a commit until then: it stays busy for
+        :meth:`drain` and the idle check, and the read's answer wakes it (``_FLUSH``) instead
+        of the lane blocking on the read, so a call that comes first is taken at once (its
+        pre-read overlapping this read) and the outcome is committed while it is at the server.
+        """
+        with self._lane_cond:
+            self._lane_count += 1
+        owed = _Owed(self._lane)
+        pending = self._start_read(read, owed.release)
+
+        def outcome() -> ReadOutcome:
+            try:
+                return pending()
+            finally:
+                owed.release()  # waited for (or timed out) before its answer woke the lane
+        return outcome
+
+    def _start_read(self, read: dict, on_answer: Callable[[], None]) -> Callable[[], ReadOutcome]:
+        """Send ``read`` now; ``on_answer()`` once its answer (or failure) is in."""
         from synartesis.proxy.pipeline import ReadOutcome, start_read
         if read["server"] != self.server:
             failed = ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
+            on_answer()
             return lambda: failed
         return start_read(self.upstream, read, timeout=self.options.read_timeout,
-                          max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta)
+                          max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta, on_answer=on_answer)
 
     def request_for(self, server: str) -> Callable[..., Any]:
         """The blocking ``request(method, params, *, timeout, meta)`` of ``server``'s connection."""
@@ -737,6 +758,14 @@ class Engine:
             if item is None:
                 self._flush_applied()
                 return
+            if item is _FLUSH:  # a write's post-read is in (see read_later)
+                if self._lane_count == 1:  # nothing queued: commit now (else the next record carries it)
+                    self._flush_applied()
+                with self._lane_cond:
+                    self._lane_count -= 1
+                    if self._lane_count == 0:
+                        self._lane_cond.notify_all()
+                continue
             try:
                 if isinstance(item, CallContext):
                     if not item.cancelled:
@@ -842,6 +871,28 @@ class Engine:
                 log("error", "could not close the run", error=str(exc))
         if self._journal is not None:
             self._journal.close()
+
+
+#: put on the lane when a write's post-read is answered: commit its outcome if the lane is idle
+_FLUSH = object()
+
+
+class _Owed:
+    """A commit the lane owes a write (counted in ``_lane_count`` by :meth:`Engine.read_later`):
+    released once, by the post-read's answer or by whoever waited for it first."""
+
+    __slots__ = ("_lane", "_lock")
+
+    def __init__(self, lane: queue.SimpleQueue) -> None:
+        import _thread
+        self._lane: queue.SimpleQueue | None = lane
+        self._lock = _thread.allocate_lock()
+
+    def release(self) -> None:
+        with self._lock:
+            lane, self._lane = self._lane, None
+        if lane is not None:
+            lane.put(_FLUSH)
 
 
 def _handle_call(host: Engine, ctx: CallContext) -> None:

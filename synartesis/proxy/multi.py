@@ -99,12 +99,14 @@ class MultiEngine(Engine):
         return run_read_sync(up.request, read, timeout=self.options.read_timeout,
                              max_bytes=self.options.max_snapshot_bytes)
 
-    def read_later(self, read: dict) -> Any:
+    def _start_read(self, read: dict, on_answer: Any) -> Any:
         up = self.upstreams.get(read["server"])
         if up is None:
             failed = ReadOutcome("failed", reason=f"server {read['server']} is not connected")
+            on_answer()
             return lambda: failed
-        return start_read(up, read, timeout=self.options.read_timeout, max_bytes=self.options.max_snapshot_bytes)
+        return start_read(up, read, timeout=self.options.read_timeout, max_bytes=self.options.max_snapshot_bytes,
+                          on_answer=on_answer)
 
     def catalog(self, server: str) -> dict[str, dict] | None:
         if server not in self._catalogs:

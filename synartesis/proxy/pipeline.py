@@ -14,8 +14,9 @@ nothing of the transport, the threads or the client connection.
    Absence where the inverse needs the snapshot holds the call for approval.
 6. Forward the original bytes; a JSON-RPC error or ``isError`` → ``failed``.
 7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``), or the
-   policy's declared ``post_state``, and mark it ``applied``: committed with the lane's next
-   transaction (the next call's record) or as soon as the lane is idle, not in one of its own.
+   policy's declared ``post_state``, and mark it ``applied``: committed while the next call
+   is at the server, or when the post-read's answer finds the lane idle (never on the path to
+   sending a call; the next call waits only for the post-read's answer).
 8. Timeout, disconnect or cancellation after the request was written → ``unknown``.
 
 A plain read (readonly, nothing to capture) is forwarded at once and journalled by the engine's
@@ -149,17 +150,28 @@ def _read_params(read: dict) -> dict:
 
 
 def start_read(upstream: Any, read: dict, *, timeout: float | None, max_bytes: int,
-               meta: dict | None = None) -> Callable[[], ReadOutcome]:
+               meta: dict | None = None, on_answer: Callable[[], None] | None = None) -> Callable[[], ReadOutcome]:
     """Send a resolved read now and return what waits for its outcome: ``upstream.submit``
-    where the upstream has it (the stdio one), else the read is run at once."""
+    where the upstream has it (the stdio one), else the read is run at once.
+
+    ``on_answer`` (optional, no arguments) is called once the answer (or the failure) is in,
+    on the upstream's reader thread, or at once when the read ran or failed here: the lane
+    uses it to commit a write's outcome when it is idle without blocking on the read."""
     submit = getattr(upstream, "submit", None)
     if submit is None:
         done = run_read_sync(upstream.request, read, timeout=timeout, max_bytes=max_bytes, meta=meta)
+        if on_answer is not None:
+            on_answer()
         return lambda: done
     try:
-        waiting = submit("tools/call", _read_params(read), meta=meta)
+        if on_answer is None:
+            waiting = submit("tools/call", _read_params(read), meta=meta)
+        else:
+            waiting = submit("tools/call", _read_params(read), meta=meta, callback=lambda _outcome: on_answer())
     except RequestFailed as exc:
         failed = classify_read(read, exc, max_bytes)
+        if on_answer is not None:
+            on_answer()
         return lambda: failed
 
     def outcome() -> ReadOutcome:
@@ -423,11 +435,11 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             approved = True
         if action is None:
             action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, prior=prior,
-                                     snapshot=snapshot_out.payload, verify=verify)
+                                     snapshot=snapshot_out.payload, verify=verify, carry=False)
         else:
             j.set_prior(action.id, prior, snapshot_out.payload if prior == "captured" else None, verify)
     elif action is None:
-        action = j.record_action(run_id, server, tool, rule.cls, rule_name, args)
+        action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, carry=False)
     ctx.action_id = action.id
     # the inverse must be buildable before the call is sent (its $result part is checked
     # after); an inverse that can never resolve would turn a reversible write into a
@@ -438,7 +450,9 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             j.mark_failed(action.id, f"held: {broken}")
             if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken) is None:
                 return
-    # 6. forward (in saga mode an error answer is kept back until the run is rolled back)
+    # 6. forward (in saga mode an error answer is kept back until the run is rolled back);
+    # earlier writes' post-reads are answered first, so each read the state its write left
+    j.prepare_deferred()
     ctx.hold_error = rule.cls != "readonly" and host.saga_enabled(server)
     if not host.forward(ctx, wait=True):  # not written: certainly not applied
         if ctx.cancelled:  # the client withdrew it while it waited its turn: no answer is due
@@ -447,7 +461,20 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         j.mark_failed(action.id, f"{server} is not running, so the call was never sent")
         host.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
         return
+    _flush_earlier(j)
     _settle(host, ctx, action.id, rule, args, snapshot_out, read)
+
+
+def _flush_earlier(j: Any) -> None:
+    """Commit earlier writes' deferred outcomes while this call is at the server (the lane
+    would only wait for its answer, which the engine forwards to the client without the lane).
+    A journal that fails here leaves those actions ``pending`` (``unknown`` once the run
+    closes); this call is still settled."""
+    if j.deferred:
+        try:
+            j.flush()
+        except JournalError as exc:
+            log("error", "could not journal a write's outcome", error=str(exc))
 
 
 LOST_CODE = -32003  # as the remote transports and serve answer a call whose answer is lost
@@ -592,10 +619,9 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             except RefError as exc:
                 notes.append(f"the declared post_state could not be resolved, so it was read back: {exc}")
         if post is None:
-            # sent now, waited for when the outcome is committed: with the lane's next
-            # transaction (the next call's record, so the next call's pre-read overlaps it: both
-            # read the state this write left, and nothing is written before it is answered) or
-            # when the lane goes idle (Engine._lane_loop)
+            # sent now and waited for before the next call is sent (so the next call's
+            # pre-read overlaps it: both read the state this write left); committed while that
+            # call is at the server, or when its answer finds the lane idle (Engine._lane_loop)
             pending = host.read_later(verify_read)
 
             def post_state() -> tuple[dict | None, str | None]:

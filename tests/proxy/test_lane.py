@@ -1,7 +1,8 @@
 """The ordered tools/call lane: a queued call the client cancels is never sent; an in-flight one
 it cancels is `unknown` and its answer still reaches the client; a signal while queued calls
 drain after EOF ends the proxy at once; a write over a file larger than a frame the pumps parse
-is snapshotted from its envelope-routed answer and undone exactly."""
+is snapshotted from its envelope-routed answer and undone exactly; a write's post-read is
+answered before the next write is sent, even when the server answers reads out of order."""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ def test_a_signal_while_queued_calls_drain_ends_the_proxy_at_once(tmp_path):
         s.send(_call(1, "slow_put", {"key": "k", "value": "v", "delay": 60}))
         assert s.proc.stdin is not None
         s.proc.stdin.close()  # EOF: the proxy waits for the queued call (up to a minute)
-        time.sleep(0.5)
+        end = time.monotonic() + 20  # signal once the server has it (a busy machine may take a while)
+        while time.monotonic() < end and not (log.exists() and "slow_put" in log.read_text()):
+            time.sleep(0.02)
         started = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
         s.proc.wait(timeout=20)
@@ -97,3 +100,28 @@ def test_a_write_over_a_file_too_big_to_parse_on_the_pumps_is_snapshotted_and_un
     out = cli("undo", "--manifest", str(manifest), "--journal", str(journal))
     assert out.returncode == 0, out.stdout + out.stderr
     assert big.read_text() == original
+
+
+_SLOW_READ_POLICY = FAKE_POLICY.replace(
+    'snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}\n    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}\n  - match: "kv.slow_put"',
+    'snapshot: {tool: kv.get, args: {key: "$.key", delay: "$.readdelay"}, absent_when: ["no such key"]}\n'
+    '    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}\n  - match: "kv.slow_put"')
+
+
+def test_a_writes_post_read_is_answered_before_the_next_write_is_sent(tmp_path):
+    # the first put's post-read is answered 0.8 s late, the second put's pre-read at once: were
+    # the second put sent before the first post-read came back, that read would see its value
+    manifest, journal, store, log, env, argv = _kv(tmp_path)
+    manifest.write_text(_SLOW_READ_POLICY)
+    with RawSession(argv, env=env) as s:
+        s.handshake()
+        assert s.call(1, "put", {"key": "k", "value": "first", "readdelay": 0})["structuredContent"]["ok"] is True
+        s.send(_call(2, "put", {"key": "k", "value": "first!", "readdelay": 0.8}))
+        s.wait_for(2, timeout=20)
+        assert s.call(3, "put", {"key": "k", "value": "second", "readdelay": 0})["structuredContent"]["ok"] is True
+        s.close()
+    with open_journal(journal) as j:
+        acts = j.actions(j.list_runs()[0].id)
+        assert [a.status for a in acts] == ["applied"] * 3
+        assert j.get_json(acts[1].post_ref) == {"present": True, "value": {"key": "k", "value": "first!"}}
+        assert j.get_json(acts[2].snapshot_ref) == {"key": "k", "value": "first!"}
