@@ -162,7 +162,7 @@ class ActionsMixin(ChainMixin):
             names = quoted.get(server + "\0" + tool)
             if names is None:
                 names = quoted[server + "\0" + tool] = f"[{canonical(server)},{canonical(tool)},"
-            return sha256_hex(f"{names}{text}]".encode()), "=" + text
+            return sha256_hex(f"{names}{text}]".encode("utf-8", "surrogatepass")), "=" + text  # as call_key: a name may hold a lone surrogate
         return call_key(server, tool, args), self.put_json(args)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,

@@ -102,6 +102,8 @@ class JournalBase:
                 if self._reap_on_write:
                     self._reap_on_write = False
                     self._reap_stale()
+                if self._known_blobs and self.db.name == "sqlite":
+                    self._forget_pruned_blobs()
                 for change in changes:
                     change()
                 yield
@@ -110,6 +112,17 @@ class JournalBase:
         # committed (an exception above skips this: a rolled-back head or blob is not known)
         self._heads.update(self._tx_heads)
         self._known_blobs.update(self._tx_blobs)
+
+    def _forget_pruned_blobs(self) -> None:
+        """Forget which payloads exist when another connection pruned since this one last
+        looked: a payload it stored may be gone, and writing it again must store it again
+        (adversarial review, round 3). One indexed read per write transaction, SQLite only:
+        on PostgreSQL a proxy's connection holds one run, whose payloads no prune can take."""
+        row = self._q("SELECT value FROM counters WHERE name = 'prunes'").fetchone()
+        epoch = row[0] if row else 0
+        if epoch != self.__dict__.get("_prune_epoch", 0):
+            self._known_blobs.clear()
+            self.__dict__["_prune_epoch"] = epoch
 
     def defer(self, change: Callable[[], None]) -> None:
         """Run ``change`` (journal calls: their transactions join it) at the start of this

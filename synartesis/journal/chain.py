@@ -103,7 +103,9 @@ class ChainMixin(BlobsMixin):
                                 "an event was removed or reordered here")
             try:
                 parsed = json.loads(event_text(data))
-            except (zlib.error, UnicodeDecodeError, ValueError):
+            except (zlib.error, UnicodeDecodeError, ValueError, TypeError):
+                parsed = None
+            if not isinstance(parsed, dict):  # every event's data is an object: retyped by hand
                 problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
                 prev = ehash
                 continue

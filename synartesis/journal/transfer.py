@@ -12,9 +12,9 @@ so two journals' actions cannot be merged without rewriting history.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from synartesis.errors import UsageError
+from synartesis.errors import JournalError, UsageError
 from synartesis.journal.blobs import chunk_key, remap_listing
 from synartesis.journal.rows import event_text
 
@@ -85,7 +85,7 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
                     if table == "events" and target.db.name != "sqlite":  # PostgreSQL holds text
                         rows = [(*r[:5], event_text(r[5]), *r[6:]) for r in rows]
                     if table == "blobs":
-                        rows = [(h, c, size, remap_listing(bytes(d), numbers) if c == "chunkids" else d)
+                        rows = [(h, c, size, _remapped(source, h, d, numbers) if c == "chunkids" else d)
                                 for h, c, size, d in rows]
                     target.db.executemany(insert, [tuple(r) for r in rows])
                     n += len(rows)
@@ -94,6 +94,17 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
         target._q("UPDATE counters SET value = ? WHERE name = 'gseq' AND value < ?", (top[0], top[0]) if top else (0, 0))
     target._heads.clear()
     return counts
+
+
+def _remapped(source: "Journal", digest: str, listing: Any, numbers: dict[int, int]) -> bytes:
+    """``listing`` in the target's chunk numbers; a damaged list (not zlib, a chunk row that is
+    gone) stops the copy with the payload named, never a traceback."""
+    try:
+        return remap_listing(bytes(listing), numbers)
+    except (KeyError, ValueError, TypeError):
+        raise JournalError(f"the journal at {source.path} has a damaged payload {digest[:12]} (its chunk list "
+                           "names chunks it does not hold); nothing was copied: `synartesis audit` says which "
+                           "action it belongs to") from None
 
 
 def _copy_chunks(source: "Journal", target: "Journal", counts: CopyCounts) -> dict[int, int]:

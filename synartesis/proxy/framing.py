@@ -540,8 +540,10 @@ class LazyFrame:
         out: dict[str, Any] = {"synartesisDigest": True, "bytes": len(view),
                                "sha256": hashlib.sha256(view).hexdigest(),
                                "preview": bytes(view[:PREVIEW * 4]).decode("utf-8", "replace")[:PREVIEW]}
-        if self.line.find(b'"isError"', span[0], span[1]) < 0:
-            error = False  # the key is spelled so, unescaped, wherever it is (memchr speed)
+        if self.line.find(b'"isError"', span[0], span[1]) < 0 and self.line.find(b"\\u", span[0], span[1]) < 0:
+            # unescaped, the key is spelled so wherever it is (memchr speed); only a \u escape
+            # can spell it otherwise ("\u0069sError"), and then the result is parsed
+            error = False
         elif len(view) <= 1 << 16:  # small enough to parse: json.loads beats walking it here
             result = self.result()
             error = isinstance(result, dict) and result.get("isError") is True
