@@ -99,6 +99,11 @@ class SqliteBackend:
             if created:  # before the first table: a page size is chosen once, with the file
                 conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            # SQLite checkpoints the WAL (and fsyncs the file) every 1,000 pages: 4 MB at its
+            # default page size, 0.5 MB at ours. Keep it every 4 MB, so small pages do not
+            # mean eight times the checkpoints (and their fsyncs) on the write path.
+            page = int(conn.execute("PRAGMA page_size").fetchone()[0] or 4096)
+            conn.execute(f"PRAGMA wal_autocheckpoint = {max(1000, (4 << 20) // page)}")
             conn.execute("PRAGMA foreign_keys = ON")
             sync = "FULL" if os.environ.get("SYNARTESIS_SYNC", "").lower() == "full" else "NORMAL"
             conn.execute(f"PRAGMA synchronous = {sync}")
