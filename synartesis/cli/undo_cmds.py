@@ -203,14 +203,31 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     elif report.dry_run:
         n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'} · nothing was sent")
+    out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+def result_line(report: UndoReport) -> str:
+    """The RESULT line: what the run (or session) is afterwards, or would be (a dry run or a
+    ``--force`` preview: ``would end STATUS (dry run)``; one that would halt before changing
+    anything says the status the run keeps, as the real halt leaves it)."""
     status = report.shown_status
+    if report.halted and report.stays is not None and (report.dry_run or not report.changed):
+        if report.dry_run:
+            return f"would halt at sequence {report.halted.seq}: nothing would be sent, the run stays {report.stays} (dry run)"
+        if report.sent:
+            return f"halted — an inverse was sent but did not take the resource back; the run stays {report.stays}"
+        return f"halted — nothing was sent; the run stays {report.stays}"
     if report.halted and not report.dry_run and not report.changed:
-        status = "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
+        return "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
     if report.dry_run:
-        result_line = f"{status} (dry run)" if report.preview_force else f"would end {status} (dry run)"
-    else:
-        result_line = status
-    out.print(f"\n  [bold]R E S U L T[/]  {result_line}\n")
+        if report.halted:
+            return f"would halt at sequence {report.halted.seq} and end {status} (dry run)"
+        return f"would end {status} (dry run)"
+    if report.asked_for_part:
+        what = "redone" if report.kind == "redo" else "undone"
+        return (f"{status} — everything asked for was {what}; the rest of the "
+                f"{'session' if report.target == 'session' else 'run'} is still in effect")
+    return status
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:
