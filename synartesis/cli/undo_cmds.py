@@ -240,16 +240,17 @@ def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str
         print_json(report.as_json())
     else:
         out = console()
-        out.print(f"[bold]live check of run {report.run}[/] (nothing is written)")
+        out.print(f"[bold]live check of {shown(report.name or 'run ' + report.run)}[/] (nothing is written)")
         for w in report.warnings:
             out.print(f"  [yellow]warning:[/] {shown(w)}")
+        width = max((len(i.where) for i in report.items), default=3)
         for item in report.items:
-            out.print(f"  {item.seq:>3}  {item.state:<11} {shown(item.tool, line=True)}  {shown(item.detail)}")
+            out.print(f"  {(item.where or str(item.seq)):>{width}}  {item.state:<11} {shown(item.tool, line=True)}  {shown(item.detail)}")
             if item.state == "drifted":
                 out.print(f"         expected: {shown(shorten(item.expected, 200))}")
                 out.print(f"         actual:   {shown(shorten(item.actual, 200))}")
         if not report.items:
-            out.print("  this run wrote nothing")
+            out.print(f"  this {report.target} wrote nothing")
     bad = any(i.state in ("drifted", "unreadable") for i in report.items)
     return 1 if bad else 0
 

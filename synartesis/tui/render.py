@@ -381,14 +381,14 @@ def undo_notice(report: Any) -> str:
 def live_report_text(report: Any) -> Text:
     """A LiveReport: per write, ``matches`` / ``drifted`` (with both values) / …"""
     t = Text()
-    t.append(f"LIVE CHECK  run {report.run}  (reads only; nothing is written)\n", "bold")
+    t.append(f"LIVE CHECK  {getattr(report, 'name', '') or 'run ' + report.run}  (reads only; nothing is written)\n", "bold")
     for w in report.warnings:
         t.append("warning: ", "yellow")
         t.append(f"{w}\n")
     if not report.items:
         t.append("this run wrote nothing\n", "dim")
     for item in report.items:
-        t.append(f"{item.seq:>3}  ")
+        t.append(f"{getattr(item, 'where', '') or item.seq:>3}  ")
         t.append(f"{item.state:<11}", LIVE_STYLE.get(item.state, ""))
         t.append(f" {item.tool}  {item.detail}\n")
         if item.state == "drifted":

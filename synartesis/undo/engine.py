@@ -41,7 +41,7 @@ from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, Spaw
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
 __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
-           "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish"]
+           "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish", "later_writes"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
 _STOPPED = "stopped here (cancelled): this action and the older ones were left as they are"
@@ -303,9 +303,10 @@ def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     return undo_target(j, t, opts)
 
 
-def _conflicts(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
+def later_writes(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
     """Later actions of ``a``'s session, still in effect, that touched what ``a`` touched: the
-    same read when both have one, else a shared identifier (:mod:`synartesis.undo.overlap`)."""
+    same read when both have one, else a shared identifier (:mod:`synartesis.undo.overlap`);
+    oldest first. (``undo --only`` refuses on them; ``show --live`` calls ``a`` superseded.)"""
     run = next((r for r in target.runs if r.id == a.run_id), None)
     if run is None:
         return []
@@ -471,7 +472,7 @@ def _scope(j: Journal, target: Target, actions: list[ActionRow], opts: UndoOptio
         one = next((a for a in actions if a.seq == opts.only), None)
         if one is None:
             raise UsageError(f"run {target.id[:8]} has no action {opts.only} (it goes up to {top})")
-        later = _conflicts(j, target, one)
+        later = later_writes(j, target, one)
         if later and not opts.force:
             b = later[-1]
             raise ConflictError(

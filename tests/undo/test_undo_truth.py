@@ -107,3 +107,16 @@ def test_a_force_preview_and_a_halting_dry_run_say_what_the_run_would_really_be(
     real = cli("undo", run, *j)
     assert real.returncode == 1 and f"the run stays {status}" in real.stdout, real.stdout
     assert json.loads(cli("list", "--runs", "--json", *j).stdout)[0]["status"] == status
+
+
+def test_show_live_calls_the_sessions_own_later_change_superseded_and_names_steps_run_colon_seq(tmp_path, memory_server):
+    j, env, mem = _memory_session(tmp_path, memory_server)
+    out = cli("show", "--live", *j, env=env)  # the newest session
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "live check of session s-" in out.stdout, out.stdout
+    rows = {line.split()[2]: line for line in out.stdout.splitlines()[1:] if line.strip() and ":" in line.split()[0]}
+    assert "superseded" in rows["memory.create_entities"] and "drifted" not in out.stdout, out.stdout
+    assert "changed again later by this session" in rows["memory.create_entities"]
+    assert "matches" in rows["memory.delete_entities"], out.stdout
+    report = json.loads(cli("show", "--live", "--json", *j, env=env).stdout)
+    assert report["target"] == "session" and all(":" in i["where"] for i in report["items"])
