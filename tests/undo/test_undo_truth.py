@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
-from helpers import FS_POLICY, REPO, RawSession, cli, proxy_argv
+from helpers import FS_POLICY, REPO, RawSession, cli, kv_proxy, proxy_argv
 
 MEMORY_SHIPPED = (REPO / "policies" / "memory.yaml").read_text()
 
@@ -120,3 +121,19 @@ def test_show_live_calls_the_sessions_own_later_change_superseded_and_names_step
     assert "matches" in rows["memory.delete_entities"], out.stdout
     report = json.loads(cli("show", "--live", "--json", *j, env=env).stdout)
     assert report["target"] == "session" and all(":" in i["where"] for i in report["items"])
+
+
+def test_prune_reports_the_size_the_journal_has_after_it_shrank(tmp_path):
+    manifest, journal, _state, argv = kv_proxy(tmp_path)
+    for n in range(3):
+        with RawSession(argv) as s:
+            s.handshake()
+            assert not s.call(1, "put", {"key": "k0", "value": "x" * 200_000 + str(n)}).get("isError")
+    j = ["--manifest", str(manifest), "--journal", str(journal)]
+    out = cli("prune", "--older-than", "0", "--yes", *j)
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("journal "))
+    before, after = (int(n.replace(",", "")) for n in re.findall(r"[\d,]+", line)[:2])
+    wal = journal.parent / (journal.name + "-wal")
+    on_disk = journal.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    assert after == on_disk and after < before, (line, on_disk)
