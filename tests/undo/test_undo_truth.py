@@ -8,7 +8,7 @@ import json
 import os
 import re
 
-from helpers import FS_POLICY, REPO, RawSession, cli, kv_proxy, proxy_argv
+from helpers import FS_POLICY, GATED_FS_POLICY, REPO, RawSession, cli, kv_proxy, proxy_argv
 
 MEMORY_SHIPPED = (REPO / "policies" / "memory.yaml").read_text()
 
@@ -137,3 +137,30 @@ def test_prune_reports_the_size_the_journal_has_after_it_shrank(tmp_path):
     wal = journal.parent / (journal.name + "-wal")
     on_disk = journal.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
     assert after == on_disk and after < before, (line, on_disk)
+
+
+def test_a_refused_retry_of_a_denied_call_is_journalled_as_denied_and_names_the_decision(tmp_path, fs_server):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("before\n")
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    manifest.write_text(GATED_FS_POLICY)
+    j = ["--manifest", str(manifest), "--journal", str(journal)]
+    argv = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
+    call = {"path": str(root / "a.txt"), "content": "agent\n"}
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, "write_file", call).get("isError")  # held
+    held = json.loads(cli("gates", "--no-read", "--json", *j).stdout)
+    held_id = (held[0].get("id") or held[0].get("action"))
+    assert cli("deny", held_id[:8], "--by", "alice", "--reason", "not today", *j).returncode == 0
+    with RawSession(argv) as s:  # the agent, started again, retries
+        s.handshake()
+        refused = s.call(1, "write_file", call)
+        assert refused.get("isError") and "alice denied it" in json.dumps(refused)
+    assert (root / "a.txt").read_text() == "before\n"
+    runs = json.loads(cli("list", "--runs", "--json", *j).stdout)
+    assert [r["actions"] for r in runs] == [1, 1], runs
+    shown = cli("show", runs[0]["id"], *j)
+    assert "no actions recorded" not in shown.stdout, shown.stdout
+    assert "denied" in shown.stdout and f"alice denied this call (action {held_id[:8]})" in shown.stdout, shown.stdout
