@@ -191,10 +191,8 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         n = len(report.left_in_place)
         out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
     if report.status == "compensated" and not report.dry_run:
-        n = report.unverified
-        out.print(f"\n  {n} compensation{'s' if n != 1 else ''} could not be checked against the state before "
-                  f"{'their calls' if n != 1 else 'its call'} (none was captured), so {'they are' if n != 1 else 'it is'} "
-                  "marked unverified: check by hand.")
+        for line in unverified_lines(report):
+            out.print(f"\n  {shown(line)}")
     if report.preview_force:
         if report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
@@ -204,6 +202,24 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'} · nothing was sent")
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+def unverified_lines(report: UndoReport) -> list[str]:
+    """Why the inverses that were only sent could not be checked, in words that fit them: a
+    compensation (nothing captured before its call to compare with) or a reversible call whose
+    rule declares no read (``move_file`` moved back); finding 7."""
+    sent = [s for s in report.steps if s.kind in ("revert", "redo") and s.outcome == "sent (unverified)"]
+    no_read = [s for s in sent if s.reason.startswith("no read declared")]
+    no_prior = [s for s in sent if s not in no_read]
+    out = []
+    for group, why in ((no_prior, "nothing was captured before the call to compare with"),
+                       (no_read, "its rule declares no read of the resource")):
+        if group:
+            n = len(group)
+            tools = ", ".join(dict.fromkeys(s.tool for s in group))
+            out.append(f"{n} inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent but could not "
+                       f"be checked by reading the resource back ({why}), so marked unverified: check by hand.")
+    return out
 
 
 def result_line(report: UndoReport) -> str:

@@ -164,3 +164,32 @@ def test_a_refused_retry_of_a_denied_call_is_journalled_as_denied_and_names_the_
     shown = cli("show", runs[0]["id"], *j)
     assert "no actions recorded" not in shown.stdout, shown.stdout
     assert "denied" in shown.stdout and f"alice denied this call (action {held_id[:8]})" in shown.stdout, shown.stdout
+
+
+MOVE_POLICY = FS_POLICY + """  - match: "files.move_file"
+    class: reversible
+    inverse: {tool: files.move_file, args: {source: "$.destination", destination: "$.source"}}
+"""
+
+
+def test_class_words_match_what_happens_to_a_held_new_file_and_an_unchecked_move(tmp_path, fs_server):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    manifest.write_text(MOVE_POLICY)
+    j = ["--manifest", str(manifest), "--journal", str(journal)]
+    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)])) as s:
+        s.handshake()
+        assert not s.call(1, "move_file", {"source": str(root / "a.txt"), "destination": str(root / "b.txt")}).get("isError")
+        assert s.call(2, "write_file", {"path": str(root / "new.txt"), "content": "x"}).get("isError")  # held
+    gates = cli("gates", "--no-read", *j)
+    assert "held (reversible rule): nothing was captured to restore" in gates.stdout, gates.stdout
+    assert "reversible: nothing was captured" not in gates.stdout
+    shown = cli("show", *j)
+    assert "reversible rule, this call held" in shown.stdout, shown.stdout
+    undo = cli("undo", *j)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert (root / "a.txt").read_text() == "a\n"
+    assert "1 inverse (files.move_file) was sent but could not be checked" in undo.stdout, undo.stdout
+    assert "its rule declares no read" in undo.stdout and "compensation" not in undo.stdout.split("R E S U L T")[0]
