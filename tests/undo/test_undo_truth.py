@@ -111,7 +111,7 @@ def test_a_force_preview_and_a_halting_dry_run_say_what_the_run_would_really_be(
 
 
 def test_show_live_calls_the_sessions_own_later_change_superseded_and_names_steps_run_colon_seq(tmp_path, memory_server):
-    j, env, mem = _memory_session(tmp_path, memory_server)
+    j, env, _mem = _memory_session(tmp_path, memory_server)
     out = cli("show", "--live", *j, env=env)  # the newest session
     assert out.returncode == 0, out.stdout + out.stderr
     assert "live check of session s-" in out.stdout, out.stdout
