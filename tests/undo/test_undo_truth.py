@@ -62,20 +62,27 @@ def test_redo_dry_run_plans_what_the_real_redo_sends(tmp_path, memory_server):
     assert '"A"' in mem.read_text() and '"B"' not in mem.read_text()
 
 
-def _files_run(tmp_path, fs_server, n=3):
-    """A run of ``n`` overwrites, one file each (``f1.txt``…), every file existing before."""
+def _files(tmp_path, fs_server, policy, files):
+    """(root holding ``files`` {name: text}, the journal flags, the argv of a proxy in front of
+    the real filesystem server under ``policy``)."""
     root = tmp_path / "root"
     root.mkdir()
-    for i in range(1, n + 1):
-        (root / f"f{i}.txt").write_text(f"old {i}\n")
+    for name, text in files.items():
+        (root / name).write_text(text)
     manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
-    manifest.write_text(FS_POLICY)
-    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)])) as s:
+    manifest.write_text(policy)
+    j = ["--manifest", str(manifest), "--journal", str(journal)]
+    return root, j, proxy_argv("files", manifest, journal, [*fs_server, str(root)])
+
+
+def _files_run(tmp_path, fs_server, n=3):
+    """A run of ``n`` overwrites, one file each (``f1.txt``…), every file existing before."""
+    root, j, argv = _files(tmp_path, fs_server, FS_POLICY, {f"f{i}.txt": f"old {i}\n" for i in range(1, n + 1)})
+    with RawSession(argv) as s:
         s.handshake()
         for i in range(1, n + 1):
             r = s.call(i, "write_file", {"path": str(root / f"f{i}.txt"), "content": f"new {i}\n"})
             assert not r.get("isError"), r
-    j = ["--manifest", str(manifest), "--journal", str(journal)]
     (run,) = json.loads(cli("list", "--runs", "--json", *j).stdout)
     return root, j, run["id"]
 
@@ -140,13 +147,7 @@ def test_prune_reports_the_size_the_journal_has_after_it_shrank(tmp_path):
 
 
 def test_a_refused_retry_of_a_denied_call_is_journalled_as_denied_and_names_the_decision(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.txt").write_text("before\n")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
-    manifest.write_text(GATED_FS_POLICY)
-    j = ["--manifest", str(manifest), "--journal", str(journal)]
-    argv = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
+    root, j, argv = _files(tmp_path, fs_server, GATED_FS_POLICY, {"a.txt": "before\n"})
     call = {"path": str(root / "a.txt"), "content": "agent\n"}
     with RawSession(argv) as s:
         s.handshake()
@@ -173,13 +174,8 @@ MOVE_POLICY = FS_POLICY + """  - match: "files.move_file"
 
 
 def test_class_words_match_what_happens_to_a_held_new_file_and_an_unchecked_move(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
-    manifest.write_text(MOVE_POLICY)
-    j = ["--manifest", str(manifest), "--journal", str(journal)]
-    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)])) as s:
+    root, j, argv = _files(tmp_path, fs_server, MOVE_POLICY, {"a.txt": "a\n"})
+    with RawSession(argv) as s:
         s.handshake()
         assert not s.call(1, "move_file", {"source": str(root / "a.txt"), "destination": str(root / "b.txt")}).get("isError")
         assert s.call(2, "write_file", {"path": str(root / "new.txt"), "content": "x"}).get("isError")  # held
