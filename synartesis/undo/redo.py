@@ -192,6 +192,11 @@ class _Redo:
             # as that call left it, not as it is now (issue 10 follow-up, finding 1)
             planned = self.planned(a, verify, key) if self.preview else None
             by = planned[1] if planned is not None else None
+            if planned is not None and planned[0] and self.simulated[key][0] is None:
+                self._plan(a, args, verify, post)
+                return Step(a.seq, a.id, q, "redo", f"step {by} of this plan changes the same resource first, and the "
+                            "state it leaves is not known, so drift can be checked only during the real redo",
+                            calls=call, outcome="would call", verified=False)
             now = self.simulated[key][0] if planned is not None and planned[0] else self.read(a, verify)
             if now is None:
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
@@ -221,11 +226,7 @@ class _Redo:
                 forced, step_expected, step_actual = True, expected, now
                 reason = "drifted, sending the call anyway as --force --yes asked"
         if self.preview:
-            key = resource_key(self.runs.get(a.run_id), verify)
-            if key is not None:
-                self.simulated[key] = (post, self.label(a))
-            self.footprints.append((action_touches(self.runs.get(a.run_id), a.server, args, verify, None), key,
-                                    self.label(a)))
+            self._plan(a, args, verify, post)
             return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified)
         if not j.set_action_status(a.id, "pending", note=REDO_SENT_NOTE + opts.by, expect=("rolled_back",)):
             return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
@@ -266,6 +267,14 @@ class _Redo:
                   + (" (sent over a drifted resource, --force)" if forced else ""))
         return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome=outcome, verified=outcome.endswith("(verified)"),
                     expected=step_expected, actual=step_actual, detail=note)
+
+    def _plan(self, a: ActionRow, args: Any, verify: dict | None, post: Any) -> None:
+        """A preview planned to re-send ``a``: its resource is then as the call left it, and
+        what it touches (its arguments and read) may be another step's resource."""
+        key = resource_key(self.runs.get(a.run_id), verify)
+        if key is not None:
+            self.simulated[key] = (post, self.label(a))
+        self.footprints.append((action_touches(self.runs.get(a.run_id), a.server, args, verify, None), key, self.label(a)))
 
     def _rebuild(self, a: ActionRow, result: Any, verify: dict | None) -> tuple[list | None, dict | None, str | None]:
         """(inverse, read, note) for the re-applied call: from the current policy and the new
