@@ -14,7 +14,7 @@ from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, jou
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.journal import RunRow
 from synartesis.services.context import default_actor, open_journal, where
-from synartesis.services.runs import CLASS_BADGE, action_view, decide, pick_gated, run_summary
+from synartesis.services.runs import CLASS_BADGE, action_view, class_words, decide, pick_gated, run_summary
 
 
 @app.command("list")
@@ -103,7 +103,7 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         where = f"{row.run_id[:8]}:{row.seq:<3}" if session else f"{row.seq:>4}"
         label = "unknown" if row.status == "pending" and not runs[row.run_id].live else row.label
         out.print(f"{where} {CLASS_BADGE.get(row.cls, '?')} {label:<13} [bold]{shown(row.qualified, line=True)}[/]  "
-                  f"[dim]{row.cls}[/]")
+                  f"[dim]{class_words(row, bool(a.inverse))}[/]")
         out.print(f"       args: {shown(shorten(a.args))}")
         if row.decided_by:
             verb = "denied" if row.status == "denied" else "approved"
@@ -184,7 +184,8 @@ def _print_preview(out, v, p) -> None:
     args = visible(v.args)  # whole up to ARGS_SHOWN: a person decides on them; --json has all of it
     more = f"… {len(args) - ARGS_SHOWN} more characters (--json shows them all)" if len(args) > ARGS_SHOWN else ""
     out.print(f"          arguments: {shown(args[:ARGS_SHOWN] if more else args)}{more}")
-    out.print(f"          {a.cls}: {shown(a.note or 'held by policy')}")
+    out.print(f"          {'irreversible' if a.cls == 'irreversible' else f'held ({a.cls} rule)'}: "
+              f"{shown(a.note or 'held by policy')}")
     for hit in p.production:
         out.print(f"          [bold red]PRODUCTION[/]: {shown(hit.where)} {shown(shorten(hit.value, 80))} matches "
                   f"{shown(hit.pattern)} (production_patterns in the policy)")

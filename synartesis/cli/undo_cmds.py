@@ -191,10 +191,8 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         n = len(report.left_in_place)
         out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
     if report.status == "compensated" and not report.dry_run:
-        n = report.unverified
-        out.print(f"\n  {n} compensation{'s' if n != 1 else ''} could not be checked against the state before "
-                  f"{'their calls' if n != 1 else 'its call'} (none was captured), so {'they are' if n != 1 else 'it is'} "
-                  "marked unverified: check by hand.")
+        for line in unverified_lines(report):
+            out.print(f"\n  {shown(line)}")
     if report.preview_force:
         if report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
@@ -203,14 +201,49 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     elif report.dry_run:
         n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'} · nothing was sent")
+    out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+def unverified_lines(report: UndoReport) -> list[str]:
+    """Why the inverses that were only sent could not be checked, in words that fit them: a
+    compensation (nothing captured before its call to compare with) or a reversible call whose
+    rule declares no read (``move_file`` moved back); finding 7."""
+    sent = [s for s in report.steps if s.kind in ("revert", "redo") and s.outcome == "sent (unverified)"]
+    no_read = [s for s in sent if s.reason.startswith("no read declared")]
+    no_prior = [s for s in sent if s not in no_read]
+    out = []
+    for group, why in ((no_prior, "nothing was captured before the call to compare with"),
+                       (no_read, "its rule declares no read of the resource")):
+        if group:
+            n = len(group)
+            tools = ", ".join(dict.fromkeys(s.tool for s in group))
+            out.append(f"{n} inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent but could not "
+                       f"be checked by reading the resource back ({why}), so marked unverified: check by hand.")
+    return out
+
+
+def result_line(report: UndoReport) -> str:
+    """The RESULT line: what the run (or session) is afterwards, or would be (a dry run or a
+    ``--force`` preview: ``would end STATUS (dry run)``; one that would halt before changing
+    anything says the status the run keeps, as the real halt leaves it)."""
     status = report.shown_status
+    if report.halted and report.stays is not None and (report.dry_run or not report.changed):
+        if report.dry_run:
+            return f"would halt at sequence {report.halted.seq}: nothing would be sent, the run stays {report.stays} (dry run)"
+        if report.sent:
+            return f"halted — an inverse was sent but did not take the resource back; the run stays {report.stays}"
+        return f"halted — nothing was sent; the run stays {report.stays}"
     if report.halted and not report.dry_run and not report.changed:
-        status = "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
+        return "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
     if report.dry_run:
-        result_line = f"{status} (dry run)" if report.preview_force else f"would end {status} (dry run)"
-    else:
-        result_line = status
-    out.print(f"\n  [bold]R E S U L T[/]  {result_line}\n")
+        if report.halted:
+            return f"would halt at sequence {report.halted.seq} and end {status} (dry run)"
+        return f"would end {status} (dry run)"
+    if report.asked_for_part:
+        what = "redone" if report.kind == "redo" else "undone"
+        return (f"{status} — everything asked for was {what}; the rest of the "
+                f"{'session' if report.target == 'session' else 'run'} is still in effect")
+    return status
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:
@@ -223,16 +256,17 @@ def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str
         print_json(report.as_json())
     else:
         out = console()
-        out.print(f"[bold]live check of run {report.run}[/] (nothing is written)")
+        out.print(f"[bold]live check of {shown(report.name or 'run ' + report.run)}[/] (nothing is written)")
         for w in report.warnings:
             out.print(f"  [yellow]warning:[/] {shown(w)}")
+        width = max((len(i.where) for i in report.items), default=3)
         for item in report.items:
-            out.print(f"  {item.seq:>3}  {item.state:<11} {shown(item.tool, line=True)}  {shown(item.detail)}")
+            out.print(f"  {(item.where or str(item.seq)):>{width}}  {item.state:<11} {shown(item.tool, line=True)}  {shown(item.detail)}")
             if item.state == "drifted":
                 out.print(f"         expected: {shown(shorten(item.expected, 200))}")
                 out.print(f"         actual:   {shown(shorten(item.actual, 200))}")
         if not report.items:
-            out.print("  this run wrote nothing")
+            out.print(f"  this {report.target} wrote nothing")
     bad = any(i.state in ("drifted", "unreadable") for i in report.items)
     return 1 if bad else 0
 

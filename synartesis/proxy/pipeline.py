@@ -448,7 +448,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         broken = _inverse_problem(rule, args, snapshot_out.payload if snapshot_out is not None else None)
         if broken:
             j.mark_failed(action.id, f"held: {broken}")
-            if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken) is None:
+            if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken, action.id) is None:
                 return
     # 6. forward (in saga mode an error answer is kept back until the run is rolled back);
     # earlier writes' post-reads are answered first, so each read the state its write left
@@ -506,7 +506,10 @@ def _gate_reason(rule: Rule, wants_gate: bool) -> str:
 
 
 def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
-               run_id: str, why: str) -> Any:
+               run_id: str, why: str, recorded: str | None = None) -> Any:
+    """Let the call through on an approval, refuse it on a denial, or hold it. ``recorded``:
+    the id of a row this call already has (else a refused retry gets its own ``denied`` row,
+    so ``show`` and ``list`` count it; its note names the decision)."""
     j = host.journal
     carried = j.take_approval(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
     if carried is not None:
@@ -514,6 +517,13 @@ def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: R
         return carried
     denial = j.find_denial(server, tool, args)
     if denial is not None:
+        note = (f"refused, not sent: {denial.decided_by} denied this call (action {denial.id[:8]}) at "
+                f"{denial.decided_at}: {denial.decision_note or 'no reason given'}")
+        if recorded is not None:
+            j.set_action_status(recorded, "denied", note=note)
+        else:
+            j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
+                            status="denied", note=note)
         host.reply_error_result(ctx, _denied_text(denial))
         return None
     held, reused = j.hold(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args, why)

@@ -9,9 +9,26 @@ from synartesis.errors import ConflictError, UsageError
 from synartesis.journal import ActionRow, Journal, RunRow
 
 __all__ = ["ActionView", "run_summary", "action_view", "decide", "Decision",
-           "pick_gated", "CLASS_BADGE"]
+           "pick_gated", "CLASS_BADGE", "class_words"]
 
 CLASS_BADGE = {"readonly": "·", "reversible": "←", "compensable": "≈", "irreversible": "!"}
+
+
+_HELD = ("gated", "approved", "denied")
+
+
+def class_words(row: ActionRow, has_inverse: bool) -> str:
+    """An action's class as ``show`` and ``gates`` print it, never contradicting what happens
+    to this call: the class belongs to its rule, so a held call of a reversible rule (a write
+    that creates a file: nothing to restore) is ``reversible rule, held``, and an applied one
+    with no undo recorded says so (finding 7)."""
+    if row.cls in ("readonly", "irreversible"):
+        return row.cls
+    if row.status in _HELD:
+        return f"{row.cls} rule, this call held"
+    if row.status in ("applied", "unknown", "unrecoverable") and not has_inverse:
+        return f"{row.cls} rule, no undo recorded for this call"
+    return row.cls
 
 
 @dataclass(frozen=True)

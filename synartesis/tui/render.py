@@ -17,7 +17,7 @@ from rich.text import Text
 
 from synartesis.journal import RunRow
 from synartesis.printable import printable
-from synartesis.services.runs import CLASS_BADGE, ActionView
+from synartesis.services.runs import CLASS_BADGE, ActionView, class_words
 
 __all__ = ["short", "when", "run_counts", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
            "action_pane", "held_lines", "held_pane", "preview_text", "client_lines", "client_pane", "undo_report_text",
@@ -233,7 +233,7 @@ def held_lines(view: ActionView, production: list | None = None) -> list[Text]:
 def held_pane(view: ActionView, production: list | None = None) -> list[Text]:
     r = view.row
     flag = "".join(f" · PRODUCTION: {h.where} matches {h.pattern}" for h in (production or [])[:1])
-    return [Text(f"held {when(r.created_at)} · {r.cls} · action {r.id}{flag}"),
+    return [Text(f"held {when(r.created_at)} · {class_words(r, bool(view.inverse))} · action {r.id}{flag}"),
             Text(f"args: {short(view.args, 300)} · f: what it would change")]
 
 
@@ -378,14 +378,14 @@ def undo_notice(report: Any) -> str:
 def live_report_text(report: Any) -> Text:
     """A LiveReport: per write, ``matches`` / ``drifted`` (with both values) / …"""
     t = Text()
-    t.append(f"LIVE CHECK  run {report.run}  (reads only; nothing is written)\n", "bold")
+    t.append(f"LIVE CHECK  {getattr(report, 'name', '') or 'run ' + report.run}  (reads only; nothing is written)\n", "bold")
     for w in report.warnings:
         t.append("warning: ", "yellow")
         t.append(f"{w}\n")
     if not report.items:
         t.append("this run wrote nothing\n", "dim")
     for item in report.items:
-        t.append(f"{item.seq:>3}  ")
+        t.append(f"{getattr(item, 'where', '') or item.seq:>3}  ")
         t.append(f"{item.state:<11}", LIVE_STYLE.get(item.state, ""))
         t.append(f" {item.tool}  {item.detail}\n")
         if item.state == "drifted":

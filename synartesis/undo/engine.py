@@ -41,7 +41,7 @@ from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, Spaw
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
 __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
-           "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish"]
+           "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish", "later_writes"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
 _STOPPED = "stopped here (cancelled): this action and the older ones were left as they are"
@@ -143,6 +143,7 @@ class UndoReport:
     picked: str | None = None
     skipped: list[str] = field(default_factory=list)
     message: str | None = None
+    stays: str | None = None  # a halt that changes nothing: the status the halted run keeps (as shown)
 
     @property
     def changed(self) -> int:
@@ -166,8 +167,17 @@ class UndoReport:
 
     @property
     def ok(self) -> bool:
-        """Did it do everything asked (the CLI's exit 0)?"""
-        return self.status in ("rolled_back", "compensated", "redone") and not self.halted and not self.overwrites
+        """Did it do every step it was asked to (the CLI's exit 0)? Not when it halted, found
+        nothing to do, left an action in place, or (a ``--force`` preview) found something to
+        overwrite. A run may still read ``partial`` afterwards (``--only``, ``--to``, or a
+        redo of part of what is undone): what was asked was done (finding 3)."""
+        return (self.status != "nothing" and not self.halted and not self.overwrites
+                and not (self.kind != "redo" and self.left_in_place))
+
+    @property
+    def asked_for_part(self) -> bool:
+        """Did it do all it was asked while the run stays ``partial`` (``--only``/``--to``)?"""
+        return self.ok and self.status == "partial"
 
     def as_json(self) -> dict:
         return {"run": self.run, "kind": self.kind, "target": self.target, "targetName": self.target_name,
@@ -176,7 +186,7 @@ class UndoReport:
                 "halted": _plain(self.halted) if self.halted else None,
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
-                "skipped": self.skipped, "message": self.message}
+                "skipped": self.skipped, "message": self.message, "stays": self.stays}
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))
@@ -205,6 +215,11 @@ class _Loads:
         except KeyError:
             value = self.memo[ref] = self.j.get_json(ref)
             return value
+
+
+def _order(a: ActionRow) -> tuple[int, int]:
+    """An action's place in the journal (journal-wide order, then its seq)."""
+    return (a.gseq or 0, a.seq)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -288,9 +303,10 @@ def undo_run(j: Journal, opts: UndoOptions) -> UndoReport:
     return undo_target(j, t, opts)
 
 
-def _conflicts(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
+def later_writes(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
     """Later actions of ``a``'s session, still in effect, that touched what ``a`` touched: the
-    same read when both have one, else a shared identifier (:mod:`synartesis.undo.overlap`)."""
+    same read when both have one, else a shared identifier (:mod:`synartesis.undo.overlap`);
+    oldest first. (``undo --only`` refuses on them; ``show --live`` calls ``a`` superseded.)"""
     run = next((r for r in target.runs if r.id == a.run_id), None)
     if run is None:
         return []
@@ -456,7 +472,7 @@ def _scope(j: Journal, target: Target, actions: list[ActionRow], opts: UndoOptio
         one = next((a for a in actions if a.seq == opts.only), None)
         if one is None:
             raise UsageError(f"run {target.id[:8]} has no action {opts.only} (it goes up to {top})")
-        later = _conflicts(j, target, one)
+        later = later_writes(j, target, one)
         if later and not opts.force:
             b = later[-1]
             raise ConflictError(
@@ -513,6 +529,10 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         if not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
             j.set_run_status(rid, status, unverified)
     report.runs = statuses
+    if not statuses and report.halted:
+        halted_run = runs.get(report.halted.run or "")
+        if halted_run is not None:
+            report.stays = status_text(halted_run.status, halted_run.unverified)
     if not statuses:
         report.status = "partial" if report.halted else "nothing"
         if report.status == "nothing":
@@ -545,7 +565,10 @@ class _Walk:
         # A preview sends nothing, so it simulates: after a planned revert, the resource is in
         # the state before that action (its snapshot, or the post-state of the run's previous
         # write to the same resource); older actions are checked against that, not the world.
-        self.simulated: dict[str, dict | None] = {}
+        self.simulated: dict[str, tuple[dict | None, str, tuple[int, int]]] = {}  # key → (state, step, order)
+        # every planned revert: what its undo touches (by identifier), its key, label and order
+        self.footprints: list[tuple[set, str | None, str, tuple[int, int]]] = []
+        self.posts: dict[str, list[tuple[tuple[int, int], dict]]] = {}  # key → (order, post-state), oldest first
         self.history = self._read_history(actions) if preview else {}
         self.deferred: dict[str, dict] = {}  # rolled_back, written with its step
         # The last read, kept until anything is sent: the verifying re-read after an inverse
@@ -570,7 +593,40 @@ class _Walk:
             post = self.load(a.post_ref)
             if post is not None:
                 last[key] = post
+                self.posts.setdefault(key, []).append((_order(a), post))
         return before
+
+    def label(self, a: ActionRow) -> str:
+        """How a report names a step: its seq, or ``run:seq`` in a session."""
+        return f"{a.run_id[:8]}:{a.seq}" if self.report.target == "session" else str(a.seq)
+
+    def plan(self, a: ActionRow, key: str | None, before: dict | None, inverse: list, verify: dict | None) -> None:
+        """A preview planned to revert ``a``: remember the state it would leave its resource in
+        (its snapshot, else the journal's state before it) and what its undo touches (the
+        identifiers of its read, else of its inverse: :mod:`synartesis.undo.overlap`)."""
+        if key is not None:
+            self.simulated[key] = (before if before is not None else self.history.get(a.id), self.label(a), _order(a))
+        self.footprints.append((undo_touches(self.runs.get(a.run_id), verify, inverse), key, self.label(a), _order(a)))
+
+    def planned_state(self, a: ActionRow, verify: dict, key: str | None) -> tuple[dict | None, str, bool] | None:
+        """In a preview, the state ``a``'s resource will be in when the real undo reaches it,
+        when a newer step of this plan writes that resource (issue 10 follow-up, finding 1):
+        (that state, or None when the journal does not know it; the step's label; whether the
+        step read the very same resource). None: no planned step touches it, so the world as
+        it is now is what the real undo will see.
+
+        The last planned writer decides: a step with the same read leaves its snapshot; a step
+        whose undo names one of this read's identifiers (memory's ``create_relations``, with no
+        read, before ``create_entities``) leaves the state the resource had before that step,
+        as the journal recorded it (the newest post-state of this resource older than it)."""
+        same = self.simulated.get(key) if key is not None else None
+        found = (same[0], same[1], True, same[2]) if same is not None else None
+        mine = undo_touches(self.runs.get(a.run_id), verify, None)
+        for touch, their_key, label, order in self.footprints:
+            if their_key != key and (found is None or order < found[3]) and shares(touch, mine):
+                known = [p for o, p in self.posts.get(key, []) if o < order] if key is not None else []
+                found = (known[-1] if known else None, label, False, order)
+        return None if found is None else found[:3]
 
     def begin_read(self, a: ActionRow, read: dict) -> Callable[[], ReadOutcome]:
         """Send ``read`` to ``a``'s server now and return what waits for its outcome; or reuse
@@ -656,14 +712,15 @@ class _Walk:
         step_expected = step_actual = None
         forced = claimed = False
         sim_key = self.key(a, verify)
+        simulated_by: str | None = None  # the planned step whose outcome a preview checked against
         if verify is not None and post is not None:
-            if preview and sim_key in self.simulated:
-                sim = self.simulated[sim_key]
-                if sim is None:
-                    return Step(a.seq, a.id, q, "revert", "a newer compensation on the same resource runs first, so "
-                                "drift can be checked only during the real undo", calls=inverse, outcome="would call",
-                                verified=False, replanned=replanned)
-                current = ReadOutcome("present" if sim["present"] else "absent", payload=sim.get("value"))
+            planned = self.planned_state(a, verify, sim_key) if preview else None
+            if planned is not None and planned[2]:  # a newer planned step reads it the same way: no read
+                current = ReadOutcome("present" if planned[0]["present"] else "absent", payload=planned[0].get("value")) \
+                    if planned[0] is not None else None
+                simulated_by = planned[1]
+                if current is None:
+                    return self._unknowable(a, inverse, simulated_by, replanned)
             else:
                 waiting = self.begin_read(a, verify)
                 if not preview and a.status != "rolling_back":
@@ -685,6 +742,12 @@ class _Walk:
                 if not preview:
                     j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=current.reason)
+            if planned is not None and not planned[2] and not _same(obs, post):
+                # differs now, but a newer planned step changes it first: compare with what that leaves
+                simulated_by = planned[1]
+                if planned[0] is None:
+                    return self._unknowable(a, inverse, simulated_by, replanned)
+                obs = planned[0]
             if _same(obs, post):
                 verified = True
             elif before is not None and _same(obs, before):
@@ -694,7 +757,8 @@ class _Walk:
                 return Step(a.seq, a.id, q, "already-reverted", "the resource is already in the state this inverse would produce",
                             verified=True)
             else:
-                detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in.\n"
+                detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
+                          + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
                           f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}")
                 if not opts.force:
                     if not preview:
@@ -703,15 +767,16 @@ class _Walk:
                 forced = True
                 step_expected, step_actual = post, obs
                 if preview:
-                    if sim_key is not None:
-                        self.simulated[sim_key] = before if before is not None else self.history.get(a.id)
+                    self.plan(a, sim_key, before, inverse, verify)
                     return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
                                 calls=inverse, expected=post, actual=obs, replanned=replanned)
         elif a.status == "rolling_back":
             return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
                         "tell whether it applied", detail=a.note)
 
-        if verified:
+        if verified and simulated_by:
+            reason = f"checked against the state step {simulated_by} leaves (a dry run sends nothing); the inverse would be applied"
+        elif verified:
             reason = "state matches; the inverse would be applied" if preview else "state matches; applying inverse"
         elif forced:
             reason = "drifted, overwriting as --force --yes asked"
@@ -720,8 +785,7 @@ class _Walk:
         else:
             reason = "the post-state was never captured, so drift could not be ruled out"
         if preview:
-            if sim_key is not None:
-                self.simulated[sim_key] = before if before is not None else self.history.get(a.id)
+            self.plan(a, sim_key, before, inverse, verify)
             return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call",
                         verified=verified and before is not None, replanned=replanned)
 
@@ -765,6 +829,13 @@ class _Walk:
                                + (" (overwrote a drifted resource, --force)" if forced else "")}
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
                     replanned=replanned, expected=step_expected, actual=step_actual, after=after)
+
+    def _unknowable(self, a: ActionRow, inverse: list, by: str, replanned: bool) -> Step:
+        """A preview's step whose resource a newer planned step changes into a state the journal
+        does not know: planned, with drift left to the real undo to check."""
+        return Step(a.seq, a.id, a.qualified, "revert", f"step {by} of this plan changes the same resource first, "
+                    "and the state it leaves is not known, so drift can be checked only during the real undo",
+                    calls=inverse, outcome="would call", verified=False, replanned=replanned)
 
     def stopped(self) -> bool:
         """Was this undo stopped (its servers killed) from another thread?"""

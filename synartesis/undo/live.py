@@ -1,8 +1,10 @@
 """``show RUN|SESSION --live``: read every resource a run or session wrote, as it is now.
 
 Per write: ``matches`` (still as it was left), ``reverted`` (back to the state before it),
-``drifted`` (both values), ``superseded`` (written again later), ``unreadable`` or
-``unchecked`` (no read recorded). Sends no inverse, writes nothing, never stops early.
+``drifted`` (both values), ``superseded`` (written again later by the same session: the same
+read, or a later action that names one of its identifiers, as ``undo --only`` counts it),
+``unreadable`` or ``unchecked`` (no read recorded). Sends no inverse, writes nothing, never
+stops early. Items are named as ``show`` names them: ``run:seq`` in a session.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from synartesis.canonical import canonical
-from synartesis.journal import Journal
+from synartesis.journal import ActionRow, Journal
 from synartesis.policy.model import Policy
-from synartesis.undo.engine import prior_state, resource_key
+from synartesis.undo.engine import later_writes, prior_state, resource_key
 from synartesis.undo.servers import SpawnedServers, Stop
 from synartesis.undo.targets import newest_target, resolve_target
 
@@ -30,16 +32,23 @@ class LiveItem:
     expected: Any = None
     actual: Any = None
     run: str | None = None
+    where: str = ""  # ``seq`` for a run, ``run:seq`` for a session (as ``show`` prints it)
 
 
 @dataclass
 class LiveReport:
+    """``run``: the target's id (a run or a session); ``target``: ``run`` | ``session``;
+    ``name``: how reports name it (``run 1e1983ae`` / ``session s-4f2a91c0 (…)``)."""
+
     run: str
     items: list[LiveItem]
     warnings: list[str]
+    target: str = "run"
+    name: str = ""
 
     def as_json(self) -> dict:
-        return {"run": self.run, "items": [asdict(i) for i in self.items], "warnings": self.warnings}
+        return {"run": self.run, "target": self.target, "targetName": self.name,
+                "items": [asdict(i) for i in self.items], "warnings": self.warnings}
 
 
 def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout: float = 30.0,
@@ -62,6 +71,12 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
         if keys[a.id] is not None:
             latest[keys[a.id]] = max(latest.get(keys[a.id], (0, 0)), (a.gseq or 0, a.seq))
     needed = {(a.run_id, v["server"]) for a in writes if (v := j.get_json(a.verify_ref))}
+    by_order = {(a.gseq or 0, a.seq): a for a in writes}
+    session = target.kind == "session"
+
+    def where(a: ActionRow) -> str:
+        return f"{a.run_id[:8]}:{a.seq}" if session else str(a.seq)
+
     servers = SpawnedServers(runs, policy, entry_env, stop)
     items: list[LiveItem] = []
     try:
@@ -70,26 +85,33 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
         for a in writes:
             verify, post, key = j.get_json(a.verify_ref), j.get_json(a.post_ref), keys[a.id]
             if key is not None and latest[key] != (a.gseq or 0, a.seq):
+                last = by_order[latest[key]]
                 items.append(LiveItem(a.seq, a.id, a.qualified, "superseded",
-                                      f"written again later (seq {latest[key][1]})", run=a.run_id))
+                                      f"written again later ({where(last)} {last.qualified})", run=a.run_id, where=where(a)))
                 continue
             if verify is None or post is None:
                 items.append(LiveItem(a.seq, a.id, a.qualified, "unchecked",
-                                      "no read was recorded for this write, so it cannot be checked", run=a.run_id))
+                                      "no read was recorded for this write, so it cannot be checked", run=a.run_id, where=where(a)))
                 continue
             obs = (servers.read(a.run_id, verify, timeout=read_timeout, max_bytes=64 * 1024 * 1024)).observation()
             if obs is None:
-                items.append(LiveItem(a.seq, a.id, a.qualified, "unreadable", "the read failed", run=a.run_id))
+                items.append(LiveItem(a.seq, a.id, a.qualified, "unreadable", "the read failed", run=a.run_id, where=where(a)))
                 continue
             prior = prior_state(a, j.get_json(a.snapshot_ref) if a.prior == "captured" else None)
             if canonical(obs) == canonical(post) and a.status != "rolled_back":
-                items.append(LiveItem(a.seq, a.id, a.qualified, "matches", "still as this run left it", run=a.run_id))
+                items.append(LiveItem(a.seq, a.id, a.qualified, "matches", "still as this run left it", run=a.run_id, where=where(a)))
             elif prior is not None and canonical(obs) == canonical(prior):
                 items.append(LiveItem(a.seq, a.id, a.qualified, "reverted", "back in the state before this write",
-                                      run=a.run_id))
+                                      run=a.run_id, where=where(a)))
+            elif later := later_writes(j, target, a):
+                # the session itself changed it afterwards (another read, or none): not drift
+                last = later[-1]
+                items.append(LiveItem(a.seq, a.id, a.qualified, "superseded",
+                                      f"changed again later by this session ({where(last)} {last.qualified})",
+                                      expected=post, actual=obs, run=a.run_id, where=where(a)))
             else:
                 items.append(LiveItem(a.seq, a.id, a.qualified, "drifted", "changed since this run wrote it",
-                                      expected=post, actual=obs, run=a.run_id))
+                                      expected=post, actual=obs, run=a.run_id, where=where(a)))
     finally:
         servers.close()
-    return LiveReport(target.id, items, servers.warnings)
+    return LiveReport(target.id, items, servers.warnings, target.kind, target.name)

@@ -22,6 +22,7 @@ from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, prior_state,
                                     replan_action, resource_key, take_steps)
+from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
 from synartesis.undo.targets import Target, resolve_target
 
@@ -142,7 +143,23 @@ class _Redo:
                  after: dict[str, Any], attempt: str, runs: dict[str, RunRow]) -> None:
         self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
         self.attempt, self.runs = attempt, runs
-        self.simulated: dict[str | None, Any] = {}
+        self.simulated: dict[str | None, tuple[Any, str]] = {}  # key → (state a planned redo leaves, its step)
+        self.footprints: list[tuple[set, str | None, str]] = []  # planned redos: what they touch, key, step
+
+    def label(self, a: ActionRow) -> str:
+        return f"{a.run_id[:8]}:{a.seq}" if self.report.target == "session" else str(a.seq)
+
+    def planned(self, a: ActionRow, verify: dict, key: str | None) -> tuple[bool, str] | None:
+        """In a preview, the older planned redo that changes ``a``'s resource before it is
+        reached: (it read the very same resource, its label); None when none does. A redo with
+        no read, or another read, counts when the identifiers it touches meet this read's
+        (memory's ``create_entities`` re-sent before a ``delete_entities`` of one of them)."""
+        found = (True, self.simulated[key][1]) if key in self.simulated else None
+        mine = undo_touches(self.runs.get(a.run_id), verify, None)
+        for touch, their_key, label in self.footprints:
+            if their_key != key and shares(touch, mine):
+                found = (False, label)  # planned later than a same-key one: it decides
+        return found
 
     def read(self, a: ActionRow, read: dict) -> dict | None:
         out = self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
@@ -172,13 +189,25 @@ class _Redo:
         else:
             key = resource_key(self.runs.get(a.run_id), verify)
             # a preview sends nothing: a resource an earlier planned redo rewrote is taken to be
-            # as that call left it, not as it is now
-            now = self.simulated[key] if self.preview and key in self.simulated else self.read(a, verify)
+            # as that call left it, not as it is now (issue 10 follow-up, finding 1)
+            planned = self.planned(a, verify, key) if self.preview else None
+            by = planned[1] if planned is not None else None
+            if planned is not None and planned[0] and self.simulated[key][0] is None:
+                self._plan(a, args, verify, post)
+                return Step(a.seq, a.id, q, "redo", f"step {by} of this plan changes the same resource first, and the "
+                            "state it leaves is not known, so drift can be checked only during the real redo",
+                            calls=call, outcome="would call", verified=False)
+            now = self.simulated[key][0] if planned is not None and planned[0] else self.read(a, verify)
             if now is None:
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
                             detail=f"the read {verify['server']}.{verify['tool']} failed")
+            if planned is not None and not planned[0] and canonical(now) != canonical(expected):
+                # an older planned redo touches it first: the state it is checked against is the
+                # one that redo leaves, which the journal knows only as the state before this call
+                now = expected
             if canonical(now) == canonical(expected):
-                verified, reason = True, "state is as the undo left it; " + (
+                verified, reason = True, ("state is as the undo left it; " if by is None else
+                                          f"checked against the state step {by} leaves (a dry run sends nothing); ") + (
                     "the call would be sent again" if self.preview else "sending the call again")
             elif post is not None and canonical(now) == canonical(post):
                 if not self.preview:
@@ -197,9 +226,7 @@ class _Redo:
                 forced, step_expected, step_actual = True, expected, now
                 reason = "drifted, sending the call anyway as --force --yes asked"
         if self.preview:
-            key = resource_key(self.runs.get(a.run_id), verify)
-            if key is not None:
-                self.simulated[key] = post
+            self._plan(a, args, verify, post)
             return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified)
         if not j.set_action_status(a.id, "pending", note=REDO_SENT_NOTE + opts.by, expect=("rolled_back",)):
             return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
@@ -240,6 +267,14 @@ class _Redo:
                   + (" (sent over a drifted resource, --force)" if forced else ""))
         return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome=outcome, verified=outcome.endswith("(verified)"),
                     expected=step_expected, actual=step_actual, detail=note)
+
+    def _plan(self, a: ActionRow, args: Any, verify: dict | None, post: Any) -> None:
+        """A preview planned to re-send ``a``: its resource is then as the call left it, and
+        what it touches (its arguments and read) may be another step's resource."""
+        key = resource_key(self.runs.get(a.run_id), verify)
+        if key is not None:
+            self.simulated[key] = (post, self.label(a))
+        self.footprints.append((action_touches(self.runs.get(a.run_id), a.server, args, verify, None), key, self.label(a)))
 
     def _rebuild(self, a: ActionRow, result: Any, verify: dict | None) -> tuple[list | None, dict | None, str | None]:
         """(inverse, read, note) for the re-applied call: from the current policy and the new

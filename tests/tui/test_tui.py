@@ -289,10 +289,10 @@ def test_live_check_reports_a_drifted_write_with_both_values(world):
             body = job.body_text
             assert job.error is None, body
             drifted = [ln for ln in body.splitlines() if "drifted" in ln and "kv.put" in ln]
-            assert len(drifted) == 1 and drifted[0].strip().startswith("1")
+            assert len(drifted) == 1 and drifted[0].split()[0].endswith(":1")  # run:seq, as in a session's timeline
             assert "expected:" in body and '"agent"' in body
             assert "actual:" in body and "a human edited this" in body
-            assert any("matches" in ln and ln.strip().startswith("2") for ln in body.splitlines())
+            assert any("matches" in ln and ln.split()[0].endswith(":2") for ln in body.splitlines())
             assert "1 drifted, 1 matches" in screen_text(app)
 
     run(go())

@@ -154,7 +154,8 @@ def test_to_seq_and_dry_run_list_what_is_left_out(tmp_path):
     assert kinds == [(4, "revert"), (3, "revert"), (2, "kept"), (1, "kept")]
     assert json.loads(state.read_text())["k3"] == "agent3"
     done = _undo(manifest, journal, "--to", "3")
-    assert done.returncode == 1  # partial: seqs 1 and 2 are left as they are
+    assert done.returncode == 0  # all it was asked; the run is partial: seqs 1 and 2 are left as they are
+    assert "the rest of the run is still in effect" in done.stdout
     now = json.loads(state.read_text())
     assert (now["k3"], now["k2"], now["k1"]) == ("v3", "v2", "agent1")
     bad = _undo(manifest, journal, "--to", "9")
