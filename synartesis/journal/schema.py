@@ -324,7 +324,7 @@ def migrate(db: "SqliteBackend") -> list[int]:
             if db.has_tables():
                 kind = "a PostgreSQL database (schema)" if db.name == "postgresql" else "a SQLite database"
                 raise JournalConfigError(f"{db.path} is {kind} but not a Synartesis journal. "
-                                         "Point --journal at a journal, or at a new file to start one.")
+                                         "Point --journal at a Synartesis journal (only a proxy starts a new one).")
             db.execute("CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
         for m in MIGRATIONS:
             if m.number > version:

@@ -77,7 +77,10 @@ class SqliteBackend:
         created = False
         if not p.exists():
             if not create:
-                raise NoJournalError(f"there is no journal at {p}; it is created by the first proxy that runs (or pass --journal)")
+                raise NoJournalError(f"there is no journal at {p} yet; one is created by the first proxy that writes to it. "
+                                     "This command took that path from --journal, $SYNARTESIS_JOURNAL or the "
+                                     "synartesis.yaml it found (installed proxies use $SYNARTESIS_HOME, default "
+                                     "~/.synartesis)")
             try:
                 if not p.parent.exists():  # ours: 0700 whatever the umask; an existing one is left as it is
                     from synartesis.fsops import ensure_private_dir  # only here: not on every start
@@ -210,7 +213,7 @@ class SqliteBackend:
         text = str(exc)
         if "not a database" in text or "file is encrypted" in text:
             return JournalConfigError(f"{path} is not a Synartesis journal (or it is damaged: {text}). Point "
-                                      "--journal at a journal, or at a new file to start one.")
+                                      "--journal at a Synartesis journal (only a proxy starts a new one).")
         if "malformed" in text or "disk image" in text:
             return JournalConfigError(f"the journal at {path} is damaged ({text}); keep a copy of it (it holds "
                                       "everything an agent did) and point --journal at a new file")
