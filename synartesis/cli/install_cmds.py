@@ -307,7 +307,7 @@ def status(
     """Show, per client, scope and server, whether it runs through synartesis, with which policy, and what drifted.
 
     Exit 0 when every server is covered and nothing drifted, 2 when a client config is not
-    valid, 1 otherwise.
+    valid or the policy does not load, 1 otherwise.
     """
     from synartesis.services.status import collect_status
 
@@ -337,7 +337,7 @@ def status(
         out.print("  " + _status_line(r), markup=False, highlight=False)
         for d in r.drift:
             out.print(f"      drift: {d}", markup=False, highlight=False)
-    covered = 0 if report.policy_error else sum(1 for r in report.rows if r.covered)
+    covered = sum(1 for r in report.rows if r.covered)
     out.print(f"{covered} of {len(report.rows)} server entries covered"
               + (" (the policy does not load)" if report.policy_error else "")
               + f"; policy: {shown(report.policy_path)}")

@@ -121,7 +121,7 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         key = "unknown" if a.row.status == "pending" and not runs[a.row.run_id].live else a.row.label
         counts[key] = counts.get(key, 0) + 1
     with_undo = sum(1 for a in view.actions if a.inverse)
-    out.print(f"\n{len(view.actions)} actions: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    out.print(f"\n{len(view.actions)} action{'s' if len(view.actions) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
               + f" | {with_undo} with a recorded undo")
 
 

@@ -175,18 +175,23 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         for line in (h.detail or "").splitlines():
             out.print(f"  {shown(line)}")
         if not report.dry_run:
+            # the target by id: a bare `undo` picks the newest session, which may be another one
+            # (a new user followed `undo --force` and got a plan for a newer session)
+            tid = report.run if report.target == "session" else report.run[:8]
             if redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
                 out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
-                out.print("    2. put the resource back the way the undo left it, then run `synartesis redo` again;")
-                out.print("    3. `synartesis redo --force` to see what would be overwritten, then `--force --yes` to send it anyway.")
+                out.print(f"    2. put the resource back the way the undo left it, then run `synartesis redo {shown(tid)}` again;")
+                out.print(f"    3. `synartesis redo {shown(tid)} --force` to see what would be overwritten, then `--force --yes` "
+                          "to send it anyway.")
             else:
                 out.print("\n  Nothing older than this was touched. Three ways on:")
                 out.print("    1. leave it as it is" + (" (the newer actions stay undone);" if report.changed
                                                          else " (nothing was sent);" if not report.sent
                                                          else " (an inverse was sent; see above);"))
-                out.print("    2. put the resource back the way the run left it, then run `synartesis undo --replan`;")
-                out.print("    3. `synartesis undo --force` to see what would be overwritten, then `--force --yes` to overwrite it.")
+                out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)} --replan`;")
+                out.print(f"    3. `synartesis undo {shown(tid)} --force` to see what would be overwritten, then `--force --yes` "
+                          "to overwrite it.")
     if report.left_in_place:
         n = len(report.left_in_place)
         out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
@@ -290,7 +295,7 @@ def prune_cmd(runs: Optional[list[str]] = typer.Argument(None, help="Runs to del
         out = console()
         verb = "deleted" if yes else "would delete"
         for r in plan.delete:
-            out.print(f"{verb} {r.id[:8]}  {shown(r.label or '-', line=True)}  {r.status}  {r.actions} actions")
+            out.print(f"{verb} {r.id[:8]}  {shown(r.label or '-', line=True)}  {r.status}  {r.actions} action{'s' if r.actions != 1 else ''}")
         for r, why in plan.kept:
             out.print(f"kept {r.id[:8]}: {why}")
         if yes:

@@ -215,7 +215,7 @@ class RunsMixin(ActionsMixin):
             runs = [r for r in runs if r.status in wanted]
         if ref is not None:
             if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
-                raise UsageError(f"{ref!r} is not a run id (ids look like 1e1983ae)")
+                raise UsageError(f"{ref!r} is not a run id (ids look like 1e1983ae; sessions like s-1e1983ae)")
             hits = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref.lower())]
             if not hits:
                 raise UsageError(f"no run matches {ref}")

@@ -9,7 +9,7 @@ Nothing here prints; the CLI renders :class:`StatusReport`.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -335,4 +335,7 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                               rec.get("name", ""), False, "removed", reason, rec.get("project"),
                               rec.get("policy_key"), pinfo(rec.get("policy_key")),
                               ["removed since install; `synartesis install` forgets it"]))
+    if policy_error is not None:  # every wrapped proxy refuses to start: nothing runs through synartesis
+        rows = [replace(r, covered=False, drift=[*r.drift, "the policy does not load, so its proxy refuses to start"])
+                if r.covered else r for r in rows]
     return StatusReport(rows, files, warnings, str(policy_path), policy_error)

@@ -131,6 +131,7 @@ def test_a_policy_that_is_yaml_but_does_not_load_is_not_reported_covered(fake_ho
     assert p.returncode == 2, p.stdout
     assert "unknown key 'clas'" in p.stdout and "synartesis.yaml:" in p.stdout
     assert "0 of 2 server entries covered (the policy does not load)" in p.stdout
+    assert "✓" not in p.stdout  # no entry looks covered (a new user saw a ✓ on every one)
     p = helpers.run([sys.executable, "-m", "synartesis", "status", "--json"], capture_output=True, text=True,
                     env=env, cwd=tmp_path, timeout=60)
     doc = json.loads(p.stdout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from helpers import (
     FS_POLICY,
@@ -86,7 +87,9 @@ def test_redo_halts_on_drift_and_shows_both_values(tmp_path, fs_server):
     (root / "b.txt").write_text("a person's edit")  # after the undo, before the redo
     out = _cli(manifest, journal, "redo")
     assert out.returncode == 1 and "drift detected" in out.stdout and "a person's edit" in out.stdout, out.stdout
-    assert "Three ways on" in out.stdout and "redo --force" in out.stdout
+    assert "Three ways on" in out.stdout and " --force` to see what would be overwritten" in out.stdout
+    # the ways on name the target: a bare `redo --force` could pick another undo (a new user's finding)
+    assert re.search(r"`synartesis redo (s-[0-9a-f]+|[0-9a-f]{8}) --force`", out.stdout), out.stdout
     assert (root / "b.txt").read_text() == "a person's edit" and "agent" not in (root / "a.txt").read_text()
     preview = _cli(manifest, journal, "redo", "--force")
     assert preview.returncode == 1 and "would send the call anyway" in preview.stdout
@@ -159,3 +162,14 @@ def test_history_says_who_undid_redid_approved_and_denied_what(tmp_path, fs_serv
     text = _cli(manifest, journal, "history").stdout
     assert "undo of session" in text and "by ana" in text and "redo of run" in text and "write_file" in text
     assert _cli(manifest, journal, "audit").returncode == 0  # every attempt is chained
+
+
+def test_history_says_a_halt_that_changed_nothing_left_the_run_as_it_was(tmp_path, fs_server):
+    # a new user's finding: undo said "nothing was sent; the run stays complete", history "partial"
+    root, manifest, journal, argv = _fs(tmp_path, fs_server)
+    _agent(argv, [("write_file", {"path": str(root / "a.txt"), "content": "agent a"})])
+    (root / "a.txt").write_text("a person's edit")
+    assert _cli(manifest, journal, "undo").returncode == 1
+    out = _cli(manifest, journal, "history", "--json")
+    [entry] = [e for e in json.loads(out.stdout) if e["kind"] == "undo"]
+    assert entry["status"] == "halted, nothing changed (the run stays complete)", entry
