@@ -77,8 +77,10 @@ def discover(env: Env, clients: Sequence[ClientDescriptor],
         out.files += users
         values = [f.view.value for f in users if f.view is not None]
         roots = project_roots(desc, env, values)
+        seen = {Path(k) for k, _ in roots}  # a set: an install record can name thousands
         for key in (known_projects or {}).get(desc.id, ()):
-            if key and not any(k == key or Path(k) == Path(key) for k, _ in roots):
+            if isinstance(key, str) and key and Path(key) not in seen:
+                seen.add(Path(key))
                 roots.append((key, Path(key)))
         if desc.id == "codex":
             trusted = set()

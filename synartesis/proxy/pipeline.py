@@ -519,9 +519,8 @@ def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: R
     if denial is not None:
         note = (f"refused, not sent: {denial.decided_by} denied this call (action {denial.id[:8]}) at "
                 f"{denial.decided_at}: {denial.decision_note or 'no reason given'}")
-        if recorded is not None:
-            j.set_action_status(recorded, "denied", note=note)
-        else:
+        if recorded is None:  # a call with a row of its own keeps it as it is (failed: held, never
+            # sent); marking that row denied would read as a second decision in history
             j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
                             status="denied", note=note)
         host.reply_error_result(ctx, _denied_text(denial))

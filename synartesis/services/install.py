@@ -419,6 +419,9 @@ def _policy_servers(text: str | None, path: Path | None = None) -> dict[str, Any
         col = mark.column + 1 if mark is not None else None
         raise PolicyError(f"the user policy is not valid YAML ({getattr(exc, 'problem', None) or exc}); "
                           "fix it, then run this again", str(path) if path else None, line, col) from None
+    except RecursionError:
+        raise PolicyError("the user policy is nested too deeply to read; fix it, then run this again",
+                          str(path) if path else None) from None
     servers = data.get("servers") if isinstance(data, dict) else None
     return servers if isinstance(servers, dict) else {}
 
@@ -1233,15 +1236,16 @@ def restore_from_backup(env: Env, backup_file: Path, *, dry_run: bool = False) -
         UsageError: ``backup_file`` is not one of our backups (no record of its original path).
         SynartesisError: reading or writing failed.
     """
-    backup_file = Path(backup_file).expanduser()
+    given = Path(backup_file).expanduser()
     ours = backups_dir(env).resolve()
     try:
-        inside = backup_file.resolve().is_relative_to(ours)
-    except OSError:
-        inside = False
-    if not inside and backup_file.exists():
+        backup_file = given.resolve()  # the sidecar read is the one beside the real backup, not beside a link
+        inside = backup_file.is_relative_to(ours)
+    except (OSError, RuntimeError):
+        backup_file, inside = given, False
+    if not inside and given.exists():
         # the backup's sidecar names where it goes back to: only trust sidecars we wrote
-        raise UsageError(f"{backup_file} is not in synartesis's backups folder ({ours}); "
+        raise UsageError(f"{given} is not in synartesis's backups folder ({ours}); "
                          "restore it by hand, or copy it there first")
     data = fsops.read_bytes(backup_file)
     if data is None:
@@ -1255,9 +1259,19 @@ def restore_from_backup(env: Env, backup_file: Path, *, dry_run: bool = False) -
         original = rec.get("file") if rec else None
     if not original:
         raise UsageError(f"{backup_file} is not a synartesis backup (no record of which file it belongs to)")
+    if not isinstance(original, str) or not os.path.isabs(original):
+        raise UsageError(f"{backup_file}: its record names no absolute path to restore to; nothing was written")
     if meta and meta.get("sha256") and meta["sha256"] != sha256_hex(data):
         raise SynartesisError(f"{backup_file} does not match its recorded checksum; not restored")
     path = Path(original)
+    # the file the backup was taken of, as resolved then: a config replaced since by a link
+    # to another file must not have that file overwritten (an adversarial review)
+    taken = next((b.get("target") for b in state.backups if isinstance(b.get("backup"), str)
+                  and Path(b["backup"]).expanduser().resolve() == backup_file), None) or (meta or {}).get("target")
+    leads_to = str(fsops.resolve_target(path))
+    if isinstance(taken, str) and taken and leads_to != taken:
+        raise UsageError(f"{path} now leads to {leads_to}, not to {taken} the backup was taken of; "
+                         "nothing was written (restore it by hand)")
     current = fsops.read_bytes(path)
     prev = None
     if dry_run:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from synartesis import fsops
-from synartesis.errors import SynartesisError
+from synartesis.errors import ConfigParseError, SynartesisError
 from synartesis.paths import Env, synartesis_home
 
 __all__ = ["STATE_FILENAME", "SCHEMA_VERSION", "InstallState", "state_path", "load_state", "save_state", "now"]
@@ -66,13 +66,11 @@ class InstallState:
     def projects(self) -> dict[str, list[str]]:
         """Client id → the project roots of the project-scope files synartesis wrapped, for
         :func:`synartesis.clients.discover.discover` (``known_projects``)."""
-        out: dict[str, list[str]] = {}
+        out: dict[str, dict[str, None]] = {}  # insertion-ordered sets
         for e in self.entries:
             if e.get("scope") == "project" and isinstance(e.get("project"), str) and isinstance(e.get("client"), str):
-                roots = out.setdefault(e["client"], [])
-                if e["project"] not in roots:
-                    roots.append(e["project"])
-        return out
+                out.setdefault(e["client"], {})[e["project"]] = None
+        return {client: list(roots) for client, roots in out.items()}
 
     def find(self, target: str, locator: list[str]) -> dict[str, Any] | None:
         """The entry recorded for ``locator`` in ``target``."""
@@ -105,10 +103,33 @@ def load_state(env: Env) -> InstallState:
                               "Move it away to start over (uninstall then needs --from-backup)") from None
     if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION:
         raise SynartesisError(f"{path}: unknown install record version; left as it is")
+    shape = _shape_problem(raw)
+    if shape:
+        raise ConfigParseError(f"{path}: the install record is damaged ({shape}); it was left as it is. "
+                               "Move it away to start over (uninstall then needs --from-backup)")
     entries = [e for e in raw.get("entries", []) if isinstance(e, dict) and isinstance(e.get("record"), dict)]
     backups = [b for b in raw.get("backups", []) if isinstance(b, dict)]
     policies = {k: v for k, v in (raw.get("policies") or {}).items() if isinstance(v, dict)}
     return InstallState(entries, backups, policies)
+
+
+# the fields every reader of a record takes as text (or leaves out)
+_TEXT_FIELDS = ("client", "file", "target", "scope", "name", "project", "policy_key", "source", "backup")
+
+
+def _shape_problem(raw: dict) -> str | None:
+    """Why a record's JSON is not an install record's shape (an adversarial review found a list
+    where a name goes, a number where the entries go), or None."""
+    for key, kind in (("entries", list), ("backups", list), ("policies", dict)):
+        if key in raw and raw[key] is not None and not isinstance(raw[key], kind):
+            return f"{key} is not a {'list' if kind is list else 'mapping'}"
+    for key in ("entries", "backups"):
+        for n, e in enumerate(raw.get(key) or []):
+            if isinstance(e, dict):
+                bad = next((f for f in _TEXT_FIELDS if e.get(f) is not None and not isinstance(e.get(f), str)), None)
+                if bad:
+                    return f"{key}[{n}].{bad} is not text"
+    return None
 
 
 def save_state(env: Env, state: InstallState) -> None:

@@ -144,7 +144,14 @@ def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=No
         elif hidden:
             raise UpstreamError(f"{spec.name}: the policy keeps its secret arguments hidden and the client "
                                 "entry it was installed from cannot be read, so it cannot be started")
-    info = introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
+    try:
+        info = introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
+    except UpstreamError as exc:
+        # the server's stderr can echo its arguments or the env the client entry gave it
+        # (a token it rejected): never show their secrets, as install does not
+        from synartesis.redact import scrub, secret_parts
+        given = [v for k, v in env.items() if environ.get(k) != v and len(v) >= 4]
+        raise UpstreamError(scrub(exc.message, secret_parts([command, *args]) + given)) from None
     return info, notes
 
 

@@ -172,8 +172,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
 
     Raises:
         UsageError: unknown client.
-        PolicyError: the user policy is not YAML.
-        SynartesisError: the install record is damaged.
+        SynartesisError: the install record is damaged. (A policy that does not load is
+            reported as ``policy_error``, not raised.)
     """
     import yaml
 
@@ -181,23 +181,26 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     state = load_state(env)
     policy_path = synartesis_home(env) / POLICY_FILENAME
     pbytes = fsops.read_bytes(policy_path)
-    ptext = pbytes.decode("utf-8", "replace") if pbytes is not None else None
+    policy_error = None
+    if pbytes is not None:
+        # what every installed proxy loads (check says the same): valid YAML is not yet a
+        # valid policy (an unknown key, a bad reference), and bytes are not yet UTF-8
+        from synartesis.errors import PolicyError
+        from synartesis.policy.loader import parse_policy
+        from synartesis.policy.source import decode_policy
+        try:
+            parse_policy(decode_policy(pbytes, str(policy_path)), str(policy_path))
+        except PolicyError as exc:
+            policy_error = exc.message
+        except RecursionError:
+            policy_error = f"{policy_path}: the policy is nested too deeply to read"
+    ptext = pbytes.decode("utf-8", "replace") if pbytes is not None and policy_error is None else None
     declared = _policy_servers(ptext, policy_path)
     try:
         pdata = yaml.safe_load(ptext) if ptext else None
     except yaml.YAMLError:
         pdata = None
     rules = pdata.get("tools", []) if isinstance(pdata, dict) and isinstance(pdata.get("tools"), list) else []
-    policy_error = None
-    if ptext is not None:
-        # valid YAML is not a valid policy: an unknown key or a bad reference makes every
-        # installed proxy refuse to start, which "covered" must not hide
-        from synartesis.errors import PolicyError
-        from synartesis.policy.loader import parse_policy
-        try:
-            parse_policy(ptext, str(policy_path))
-        except PolicyError as exc:
-            policy_error = exc.message
     found = discover(env, clients, state.projects())
     warnings = list(found.notes) + tidy_own_files(env, [f.target for f in found.files])
     rows: list[StatusRow] = []
