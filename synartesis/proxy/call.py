@@ -16,11 +16,13 @@ class CallContext:
     ``line`` is the original frame, ``msg`` its parsed value, ``id_key`` its id as a map key.
     The engine fills ``answer`` (the server's response message, or None when the client
     cancelled) and ``failure`` (a :class:`RequestFailed`) when the call settles. With
-    ``hold_error`` (saga mode), an error answer is not forwarded: it waits in ``held``.
+    ``hold_error`` (saga mode), an error answer is not forwarded: it waits in ``held``. With
+    ``keep_answer`` (a write whose post-read is read back), every answer waits in ``kept`` until
+    that read has been answered (:meth:`Engine.release_kept`).
     """
 
     __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "held", "hold_error",
-                 "id_key", "line", "msg", "read", "settled", "timed_out", "waiter")
+                 "id_key", "keep_answer", "kept", "kept_by_read", "line", "msg", "read", "settled", "timed_out", "waiter")
 
     def __init__(self, line: Any, msg: dict, id_key: str) -> None:
         self.line = line
@@ -40,6 +42,12 @@ class CallContext:
         # send once the run has been rolled back, with what was rolled back said in it
         self.hold_error = False
         self.held: Any = None
+        # a write read back after its answer: the answer is kept back until the read-back has
+        # been answered, so nothing the agent (or a person it tells) does next can land before
+        # it and be recorded as the state the write left (undo would then overwrite it)
+        self.keep_answer = False
+        self.kept: Any = None
+        self.kept_by_read = False  # the read-back's answer releases it, not the pipeline
 
 
 def is_plain_read(rule: Any) -> bool:

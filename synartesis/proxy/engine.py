@@ -26,7 +26,6 @@ Contract (DESIGN §3 and §10, PROXY.md §2):
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -382,9 +381,11 @@ class Engine:
         return run_read_sync(self.upstream.request, read, timeout=self.options.read_timeout,
                              max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta)
 
-    def read_later(self, read: dict) -> Callable[[], ReadOutcome]:
+    def read_later(self, read: dict, then: Callable[[], None] | None = None) -> Callable[[], ReadOutcome]:
         """Send one of our reads now (a write's post-read); the returned callable waits for
-        its outcome (see :func:`synartesis.proxy.pipeline.start_read`).
+        its outcome (see :func:`synartesis.proxy.pipeline.start_read`). ``then()`` runs (on the
+        reader thread) as soon as its answer or failure is in: the write's kept-back answer goes
+        to the client then (:meth:`release_kept`).
 
         The lane owes the write's deferred ``applied`` a commit until then: it stays busy for
         :meth:`drain` and the idle check, and the read's answer wakes it (``_FLUSH``) instead
@@ -394,7 +395,14 @@ class Engine:
         with self._lane_cond:
             self._lane_count += 1
         owed = _Owed(self._lane)
-        pending = self._start_read(read, owed.release)
+
+        def answered() -> None:
+            try:
+                if then is not None:
+                    then()
+            finally:
+                owed.release()
+        pending = self._start_read(read, answered)
 
         def outcome() -> ReadOutcome:
             try:
@@ -432,6 +440,14 @@ class Engine:
         return self.saga_hook(journal=self.journal, run_id=self.run_id, server=server,
                               request=self.request_for(server), policy=self.policy, options=self.options,
                               error=error)
+
+    def release_kept(self, ctx: CallContext) -> None:
+        """Send the server's answer kept back for ``ctx`` (its original bytes), once: from the
+        read-back's answer or, on every other path, when the pipeline is done with the call."""
+        with self._lock:
+            line, ctx.kept = ctx.kept, None
+        if line is not None:
+            self.send_to_client(line)
 
     def send_answer(self, ctx: CallContext, body: dict) -> None:
         """Answer a call with ``body`` (a whole JSON-RPC response: a held one, amended)."""
@@ -644,10 +660,7 @@ class Engine:
             key = id_key(mid)
             ctx = self._inflight.pop(key, None)
             if ctx is not None:
-                if ctx.hold_error and error_answer(msg):
-                    ctx.held = line  # saga mode: answered by the lane once the run is rolled back
-                else:
-                    self.send_to_client(line)
+                self._answer_or_keep(ctx, line, msg)
                 self._settle(ctx, msg, None)
                 return
             if key in self._expired:
@@ -663,6 +676,20 @@ class Engine:
                 self.send_to_client(line)
                 self._observe_tools(msg.parse() if isinstance(msg, LazyFrame) else msg)
                 return
+        self.send_to_client(line)
+
+    def _answer_or_keep(self, ctx: CallContext, line: Any, msg: Any) -> None:
+        """Forward the server's answer to a call, or keep it back for the pipeline: in saga mode
+        an error answer (``held``), and a write's answer until its read-back is answered
+        (``kept``) unless the call already settled (the client cancelled it: nobody waits)."""
+        if ctx.hold_error and error_answer(msg):
+            ctx.held = line  # answered by the lane once the run is rolled back
+            return
+        if ctx.keep_answer:
+            with self._lock:
+                if not ctx.settled:
+                    ctx.kept = line  # sent by release_kept
+                    return
         self.send_to_client(line)
 
     def on_server_close(self) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from synartesis import __version__
 from synartesis.log import log
 from synartesis.policy.model import Policy
-from synartesis.proxy.call import CallContext, error_answer
+from synartesis.proxy.call import CallContext
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
 from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
@@ -300,11 +300,10 @@ class MultiEngine(Engine):
             if ctx is None and key in self._expired:
                 self._expired.discard(key)
                 return
-            if ctx is not None and ctx.hold_error and error_answer(msg):
-                ctx.held = line  # saga mode: answered by the lane once the run is rolled back
-            else:
+            if ctx is None:
                 self.send_to_client(line)
-            if ctx is not None:
+            else:
+                self._answer_or_keep(ctx, line, msg)
                 self._settle(ctx, msg, None)
             return
         if "method" in msg and "id" in msg:  # a server→client request: ids of our own

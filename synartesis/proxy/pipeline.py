@@ -16,7 +16,9 @@ nothing of the transport, the threads or the client connection.
 7. Resolve the inverse to literals; take the post-read (snapshot or ``verify``), or the
    policy's declared ``post_state``, and mark it ``applied``: committed while the next call
    is at the server, or when the post-read's answer finds the lane idle (never on the path to
-   sending a call; the next call waits only for the post-read's answer).
+   sending a call; the next call waits only for the post-read's answer). A post-read is sent
+   before the client is answered, and the answer is kept back until the read is answered:
+   nothing done after the agent sees the answer can be recorded as the state the write left.
 8. Timeout, disconnect or cancellation after the request was written → ``unknown``.
 
 A plain read (readonly, nothing to capture) is forwarded at once and journalled by the engine's
@@ -98,7 +100,8 @@ class CallHost(Protocol):
     def await_answer(self, ctx: CallContext) -> Any: ...
     def report_timeout(self, ctx: CallContext) -> None: ...
     def read(self, read: dict) -> ReadOutcome: ...
-    def read_later(self, read: dict) -> "Callable[[], ReadOutcome]": ...
+    def read_later(self, read: dict, then: "Callable[[], None] | None" = None) -> "Callable[[], ReadOutcome]": ...
+    def release_kept(self, ctx: CallContext) -> None: ...
     def record_read(self, item: dict) -> None: ...
     def saga_enabled(self, server: str) -> bool: ...
     def rollback(self, server: str, error: str) -> str: ...
@@ -370,6 +373,8 @@ def handle_call(host: CallHost, ctx: CallContext) -> None:
         if not ctx.forwarded:
             host.reply_error_result(ctx, JOURNAL_DOWN.format(error=exc))
     finally:
+        if not ctx.kept_by_read:
+            host.release_kept(ctx)
         if ctx.held is not None:  # saga mode kept an answer back and could not amend it: it still goes out
             ctx.held = None
             answer = ctx.answer.parse() if isinstance(ctx.answer, LazyFrame) else ctx.answer
@@ -454,6 +459,9 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
     # earlier writes' post-reads are answered first, so each read the state its write left
     j.prepare_deferred()
     ctx.hold_error = rule.cls != "readonly" and host.saga_enabled(server)
+    # a write read back after its answer keeps that answer until the read-back is answered
+    ctx.keep_answer = (rule.cls != "readonly" and (read is not None or rule.verify is not None)
+                       and getattr(rule, "post_state", None) is None)
     if not host.forward(ctx, wait=True):  # not written: certainly not applied
         if ctx.cancelled:  # the client withdrew it while it waited its turn: no answer is due
             j.mark_failed(action.id, "the client cancelled the call before it was sent")
@@ -631,7 +639,8 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             # sent now and waited for before the next call is sent (so the next call's
             # pre-read overlaps it: both read the state this write left); committed while that
             # call is at the server, or when its answer finds the lane idle (Engine._lane_loop)
-            pending = host.read_later(verify_read)
+            ctx.kept_by_read = ctx.keep_answer
+            pending = host.read_later(verify_read, then=lambda: host.release_kept(ctx))
 
             def post_state() -> tuple[dict | None, str | None]:
                 observed = pending()

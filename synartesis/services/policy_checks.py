@@ -205,8 +205,8 @@ class CheckResult:
 
     policy_path: str
     servers: list[ServerCheck]
-    rule_count: int
-    guarded: int
+    rule_count: int  # the rules of the servers checked (all of them without ``--server``)
+    guarded: int  # of those, the ones that hold calls for approval
 
     @property
     def problems(self) -> int:
@@ -291,8 +291,11 @@ def check_policy(manifest: str | None = None, server: str | None = None, *, env:
         return dataclasses.replace(result, notes=notes) if notes else result
 
     results = _each(one, specs)
-    guarded = sum(1 for r in policy.rules if r.gate != "never")
-    return CheckResult(policy_path=str(path), servers=results, rule_count=len(policy.rules), guarded=guarded)
+    # with --server, the totals count the rules of the servers checked, not the whole policy
+    names = [spec.name for spec in specs]
+    rules = [r for r in policy.rules if server is None or any(_covers(r.match.split(".", 1)[0], n) for n in names)]
+    guarded = sum(1 for r in rules if r.gate != "never")
+    return CheckResult(policy_path=str(path), servers=results, rule_count=len(rules), guarded=guarded)
 
 
 # --------------------------------------------------------------------------------------------
