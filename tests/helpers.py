@@ -70,6 +70,12 @@ tools:
     inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
 """
 
+# The same, plus move_file, moved back by its inverse (it has no read: its undo is unverified).
+FS_MOVE_POLICY = FS_POLICY + """  - match: "files.move_file"
+    class: reversible
+    inverse: {tool: files.move_file, args: {source: "$.destination", destination: "$.source"}}
+"""
+
 # The same, with every write_file held for a person (`gate: always` on a reversible rule).
 GATED_FS_POLICY = FS_POLICY.replace('  - match: "files.write_file"\n    class: reversible\n',
                                     '  - match: "files.write_file"\n    class: reversible\n    gate: always\n', 1)
@@ -415,6 +421,23 @@ def files_proxy(tmp_path: Path, fs_server: list[str], policy: str = "version: 1\
     return root, proxy_argv("files", manifest, tmp_path / "j.db", [*fs_server, str(root)])
 
 
+def files_run(tmp_path: Path, fs_server: list[str], files: dict[str, str], calls: list[tuple[str, dict]],
+              policy: str = FS_MOVE_POLICY) -> tuple[Path, list[str]]:
+    """One agent run against the real filesystem server: ``files`` ({name: text}) written under
+    the root, then each of ``calls`` ([(tool, args)], ``{root}`` in an argument's text replaced
+    by the root) sent through the proxy under ``policy``; each must succeed. Returns (the root,
+    the ``--manifest``/``--journal`` flags for the CLI)."""
+    root, argv = files_proxy(tmp_path, fs_server, policy)
+    for name, text in files.items():
+        (root / name).write_text(text)
+    with RawSession(argv) as s:
+        s.handshake()
+        for n, (tool, args) in enumerate(calls, 1):
+            args = {k: v.format(root=root) if isinstance(v, str) else v for k, v in args.items()}
+            assert not s.call(n, tool, args).get("isError"), (tool, args)
+    return root, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+
+
 def cli(*args: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 120,
         input: str | None = None) -> subprocess.CompletedProcess:
     """Run the CLI; return the completed process (text mode). Registered for reaping."""
@@ -526,6 +549,24 @@ def text_of(result: Any) -> str:
     for block in content or []:
         parts.append(block.get("text", "") if isinstance(block, dict) else getattr(block, "text", ""))
     return " ".join(parts)
+
+
+def assert_plan_agrees(plan: dict, text: str, done: dict) -> None:
+    """A dry run (``plan``: its ``--json``; ``text``: its printed report) agrees with the real
+    undo or redo that followed (``done``: its ``--json``): it halts where the real one halted,
+    or it marks that step ``check: deferred`` (checked only during the real one) and its
+    RESULT line promises no status. A plan that halts where the real one went through fails."""
+    halt = done["halted"]
+    if halt is None:
+        assert plan["halted"] is None, (plan, done)
+        return
+    if plan["halted"] is not None:
+        assert (plan["halted"]["run"], plan["halted"]["seq"]) == (halt["run"], halt["seq"]), (plan["halted"], halt)
+        return
+    step = next(s for s in plan["steps"] if (s["run"], s["seq"]) == (halt["run"], halt["seq"]))
+    assert step["check"] == "deferred" and plan["deferredChecks"] >= 1, (step, plan)
+    assert f"checked only during the real {plan['kind']}" in step["reason"], step
+    assert "would end" not in text and f"only if the real {plan['kind']} finds no drift" in text, text
 
 
 def imported_modules(argv: list[str], frames: bytes) -> set[str]:

@@ -201,6 +201,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     if report.preview_force:
         if report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
+        elif report.deferred_checks:
+            out.print("\n  nothing this preview could check has drifted; --force --yes would also overwrite whatever the "
+                      "steps checked only during the real " + report.kind + " hold. Nothing was sent.")
         else:
             out.print("\n  nothing has drifted; --force --yes would do what the plan above shows. Nothing was sent.")
     elif report.dry_run:
@@ -230,7 +233,8 @@ def unverified_lines(report: UndoReport) -> list[str]:
 def result_line(report: UndoReport) -> str:
     """The RESULT line: what the run (or session) is afterwards, or would be (a dry run or a
     ``--force`` preview: ``would end STATUS (dry run)``; one that would halt before changing
-    anything says the status the run keeps, as the real halt leaves it)."""
+    anything says the status the run keeps, as the real halt leaves it; one with steps checked
+    only during the real undo says the status holds only if those find no drift)."""
     status = report.shown_status
     if report.halted and report.stays is not None and (report.dry_run or not report.changed):
         if report.dry_run:
@@ -243,6 +247,12 @@ def result_line(report: UndoReport) -> str:
     if report.dry_run:
         if report.halted:
             return f"would halt at sequence {report.halted.seq} and end {status} (dry run)"
+        if report.deferred_checks:
+            # the plan cannot promise the status: the real undo may halt at one of these
+            later = report.deferred_checks
+            where = ", ".join(f"{s.run[:8]}:{s.seq}" if report.target == "session" and s.run else str(s.seq) for s in later)
+            return (f"ends {status} only if the real {report.kind} finds no drift at sequence{'s' if len(later) != 1 else ''} "
+                    f"{where} (checked only then) (dry run)")
         return f"would end {status} (dry run)"
     if report.asked_for_part:
         what = "redone" if report.kind == "redo" else "undone"

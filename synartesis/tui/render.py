@@ -361,7 +361,8 @@ def undo_report_text(report: Any) -> Text:
 
 
 def undo_notice(report: Any) -> str:
-    """One line: dry ``N would be reverted · nothing was changed[ · halted: R]``; real
+    """One line: dry ``N would be reverted · nothing was changed[ · M checked only during the
+    real undo][ · halted: R]``; real
     ``STATUS · N reverted[ · halted: R]`` (reference-spec §7.3); ``compensated (unverified: N)``
     says so."""
     redo = getattr(report, "kind", "undo") == "redo"
@@ -370,7 +371,9 @@ def undo_notice(report: Any) -> str:
     if report.status == "nothing":
         return f"nothing to {'redo' if redo else 'undo'} · nothing was changed"
     if report.dry_run:
-        return f"{n} would be {'redone' if redo else 'reverted'} · nothing was changed{halted}"
+        later = len(getattr(report, "deferred_checks", []))
+        checked = f" · {later} checked only during the real {'redo' if redo else 'undo'}" if later else ""
+        return f"{n} would be {'redone' if redo else 'reverted'} · nothing was changed{checked}{halted}"
     status = getattr(report, "shown_status", report.status)
     return f"{status} · {n} {'redone' if redo else 'reverted'}{halted}"
 

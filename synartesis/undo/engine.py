@@ -97,6 +97,10 @@ class Step:
     ``overwrite`` (``--force`` preview); for a redo ``redo`` and ``left``. ``outcome`` for a
     revert: ``restored (verified)``, ``sent (unverified)`` or ``would call`` (dry run).
     ``after``: what a read showed once the inverse was sent (kept for redo's drift check).
+    ``check`` (a preview's ``revert``/``redo`` with a read; None otherwise): how the dry run
+    checked for drift: ``now`` (read as it is now), ``simulated`` (against the state a planned
+    step with the very same read leaves) or ``deferred`` (checked only during the real undo or
+    redo: a planned step changes the resource first in a way the journal cannot predict).
     """
 
     seq: int
@@ -114,6 +118,7 @@ class Step:
     run: str | None = None
     gseq: int | None = None
     after: Any = None
+    check: str | None = None
 
 
 @dataclass
@@ -162,6 +167,12 @@ class UndoReport:
         return [s for s in self.steps if s.kind == "overwrite"]
 
     @property
+    def deferred_checks(self) -> list[Step]:
+        """A preview's steps whose drift is checked only during the real undo or redo (so the
+        status it shows holds only if none of them has drifted)."""
+        return [s for s in self.steps if s.check == "deferred"]
+
+    @property
     def shown_status(self) -> str:
         return status_text(self.status, self.unverified)
 
@@ -182,7 +193,7 @@ class UndoReport:
     def as_json(self) -> dict:
         return {"run": self.run, "kind": self.kind, "target": self.target, "targetName": self.target_name,
                 "dryRun": self.dry_run, "status": self.status, "statusText": self.shown_status,
-                "unverified": self.unverified, "sent": self.sent, "runs": self.runs,
+                "unverified": self.unverified, "deferredChecks": len(self.deferred_checks), "sent": self.sent, "runs": self.runs,
                 "halted": _plain(self.halted) if self.halted else None,
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
@@ -397,7 +408,7 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         if attempt is None:
             raise ConflictError(f"another undo of {target.name} is running; wait for it to finish")
         report.undo_id = attempt.id
-    walk = _Walk(j, pool, opts, preview, runs, report, actions, load)
+    walk = _Walk(j, pool, opts, preview, runs, report, load)
     try:
         if needed:
             pool.start(needed)
@@ -559,17 +570,15 @@ class _Walk:
     """One undo's walk: the journal, the servers, and what a preview simulates."""
 
     def __init__(self, j: Journal, pool: ServerPool, opts: UndoOptions, preview: bool, runs: dict[str, RunRow],
-                 report: UndoReport, actions: list[ActionRow], load: _Loads | None = None) -> None:
+                 report: UndoReport, load: _Loads | None = None) -> None:
         self.j, self.pool, self.opts, self.preview, self.runs, self.report = j, pool, opts, preview, runs, report
         self.load = load or _Loads(j)
-        # A preview sends nothing, so it simulates: after a planned revert, the resource is in
-        # the state before that action (its snapshot, or the post-state of the run's previous
-        # write to the same resource); older actions are checked against that, not the world.
+        # A preview sends nothing, so it simulates: after a planned revert whose inverse the
+        # real undo verifies (a captured prior state), a read of its resource shows that state;
+        # older actions with the very same read are checked against it, not the world.
         self.simulated: dict[str, tuple[dict | None, str, tuple[int, int]]] = {}  # key → (state, step, order)
         # every planned revert: what its undo touches (by identifier), its key, label and order
         self.footprints: list[tuple[set, str | None, str, tuple[int, int]]] = []
-        self.posts: dict[str, list[tuple[tuple[int, int], dict]]] = {}  # key → (order, post-state), oldest first
-        self.history = self._read_history(actions) if preview else {}
         self.deferred: dict[str, dict] = {}  # rolled_back, written with its step
         # The last read, kept until anything is sent: the verifying re-read after an inverse
         # is the next step's drift read when that step reads the same resource the same way.
@@ -578,55 +587,41 @@ class _Walk:
     def key(self, a: ActionRow, read: dict | None) -> str | None:
         return resource_key(self.runs.get(a.run_id), read)
 
-    def _read_history(self, actions: list[ActionRow]) -> dict[str, dict | None]:
-        """For each applied write: the state its resource was in just before it, as far as the
-        journal knows (the post-state of the previous write to the same read), by action id."""
-        last: dict[str, dict] = {}
-        before: dict[str, dict | None] = {}
-        for a in sorted(actions, key=lambda a: (a.gseq or 0, a.seq)):
-            if a.cls == "readonly" or a.status not in ("applied", "rolling_back", "unrecoverable", "rolled_back"):
-                continue
-            key = self.key(a, self.load(a.verify_ref))
-            if key is None:
-                continue
-            before[a.id] = last.get(key)
-            post = self.load(a.post_ref)
-            if post is not None:
-                last[key] = post
-                self.posts.setdefault(key, []).append((_order(a), post))
-        return before
-
     def label(self, a: ActionRow) -> str:
         """How a report names a step: its seq, or ``run:seq`` in a session."""
         return f"{a.run_id[:8]}:{a.seq}" if self.report.target == "session" else str(a.seq)
 
     def plan(self, a: ActionRow, key: str | None, before: dict | None, inverse: list, verify: dict | None) -> None:
-        """A preview planned to revert ``a``: remember the state it would leave its resource in
-        (its snapshot, else the journal's state before it) and what its undo touches (the
-        identifiers of its read, else of its inverse: :mod:`synartesis.undo.overlap`)."""
+        """A preview planned to revert ``a``: remember the state it leaves its resource in (its
+        captured prior state, None when nothing was captured: the real undo does not check
+        what a compensation leaves) and what its undo touches (the identifiers of its read,
+        else of its inverse: :mod:`synartesis.undo.overlap`)."""
         if key is not None:
-            self.simulated[key] = (before if before is not None else self.history.get(a.id), self.label(a), _order(a))
+            self.simulated[key] = (before, self.label(a), _order(a))
         self.footprints.append((undo_touches(self.runs.get(a.run_id), verify, inverse), key, self.label(a), _order(a)))
 
-    def planned_state(self, a: ActionRow, verify: dict, key: str | None) -> tuple[dict | None, str, bool] | None:
-        """In a preview, the state ``a``'s resource will be in when the real undo reaches it,
-        when a newer step of this plan writes that resource (issue 10 follow-up, finding 1):
-        (that state, or None when the journal does not know it; the step's label; whether the
-        step read the very same resource). None: no planned step touches it, so the world as
-        it is now is what the real undo will see.
+    def planned_state(self, a: ActionRow, verify: dict, key: str | None) -> tuple[str, dict | None, str] | None:
+        """In a preview, what the real undo will see when it reaches ``a``, when a newer step
+        of this plan changes ``a``'s resource first: ``("simulated", state, label)`` when the
+        last such step has the very same read and a captured prior state (the real undo
+        re-reads after its inverse and halts unless the read shows exactly that state), else
+        ``("deferred", None, label)``: the state it leaves is not known (a compensation, or a
+        step that meets this read only by an identifier, such as memory's ``create_relations``
+        or a ``move_file`` with no read), so the drift check waits for the real undo. None: no
+        planned step touches it, so the world as it is now is what the real undo will read.
 
-        The last planned writer decides: a step with the same read leaves its snapshot; a step
-        whose undo names one of this read's identifiers (memory's ``create_relations``, with no
-        read, before ``create_entities``) leaves the state the resource had before that step,
-        as the journal recorded it (the newest post-state of this resource older than it)."""
-        same = self.simulated.get(key) if key is not None else None
-        found = (same[0], same[1], True, same[2]) if same is not None else None
+        The real undo runs newest first, so of the newer planned steps the oldest runs last
+        and decides (a step after it with the same read overwrites what it did)."""
         mine = undo_touches(self.runs.get(a.run_id), verify, None)
+        last: tuple[tuple[int, int], str, dict | None, str] | None = None  # (order, how, state, label)
+        same = self.simulated.get(key) if key is not None else None
+        if same is not None and same[2] > _order(a):
+            last = (same[2], "simulated" if same[0] is not None else "deferred", same[0], same[1])
         for touch, their_key, label, order in self.footprints:
-            if their_key != key and (found is None or order < found[3]) and shares(touch, mine):
-                known = [p for o, p in self.posts.get(key, []) if o < order] if key is not None else []
-                found = (known[-1] if known else None, label, False, order)
-        return None if found is None else found[:3]
+            if (their_key != key and order > _order(a) and (last is None or order < last[0])
+                    and shares(touch, mine)):
+                last = (order, "deferred", None, label)
+        return None if last is None else last[1:]
 
     def begin_read(self, a: ActionRow, read: dict) -> Callable[[], ReadOutcome]:
         """Send ``read`` to ``a``'s server now and return what waits for its outcome; or reuse
@@ -713,14 +708,14 @@ class _Walk:
         forced = claimed = False
         sim_key = self.key(a, verify)
         simulated_by: str | None = None  # the planned step whose outcome a preview checked against
+        check: str | None = None  # how a preview checked for drift (Step.check)
         if verify is not None and post is not None:
             planned = self.planned_state(a, verify, sim_key) if preview else None
-            if planned is not None and planned[2]:  # a newer planned step reads it the same way: no read
-                current = ReadOutcome("present" if planned[0]["present"] else "absent", payload=planned[0].get("value")) \
-                    if planned[0] is not None else None
-                simulated_by = planned[1]
-                if current is None:
-                    return self._unknowable(a, inverse, simulated_by, replanned)
+            check = "now" if preview else None
+            if planned is not None and planned[0] == "deferred":
+                return self._deferred(a, sim_key, before, inverse, verify, planned[2], replanned)
+            if planned is not None:  # a newer planned step with the same read leaves a known state
+                check, obs, simulated_by = "simulated", planned[1], planned[2]
             else:
                 waiting = self.begin_read(a, verify)
                 if not preview and a.status != "rolling_back":
@@ -733,21 +728,15 @@ class _Walk:
                         return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
                     claimed = True
                 current = waiting()
-            obs = current.observation()
-            if obs is None and self.stopped():
-                if claimed:  # nothing was sent: back to what it was, for the next undo
-                    j.set_action_status(a.id, a.status, expect=("rolling_back",))
-                return Step(a.seq, a.id, q, "halt", _STOPPED)
-            if obs is None:
-                if not preview:
-                    j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
-                return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=current.reason)
-            if planned is not None and not planned[2] and not _same(obs, post):
-                # differs now, but a newer planned step changes it first: compare with what that leaves
-                simulated_by = planned[1]
-                if planned[0] is None:
-                    return self._unknowable(a, inverse, simulated_by, replanned)
-                obs = planned[0]
+                obs = current.observation()
+                if obs is None and self.stopped():
+                    if claimed:  # nothing was sent: back to what it was, for the next undo
+                        j.set_action_status(a.id, a.status, expect=("rolling_back",))
+                    return Step(a.seq, a.id, q, "halt", _STOPPED)
+                if obs is None:
+                    if not preview:
+                        j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
+                    return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=current.reason)
             if _same(obs, post):
                 verified = True
             elif before is not None and _same(obs, before):
@@ -755,7 +744,7 @@ class _Walk:
                     j.set_action_status(a.id, "rolled_back", note="found already in the state the inverse would produce",
                                         reverted="found")
                 return Step(a.seq, a.id, q, "already-reverted", "the resource is already in the state this inverse would produce",
-                            verified=True)
+                            verified=True, check=check)
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                           + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
@@ -763,13 +752,14 @@ class _Walk:
                 if not opts.force:
                     if not preview:
                         j.set_action_status(a.id, "unrecoverable", note=detail)
-                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=post, actual=obs)
+                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=post, actual=obs,
+                                check=check)
                 forced = True
                 step_expected, step_actual = post, obs
                 if preview:
                     self.plan(a, sim_key, before, inverse, verify)
                     return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
-                                calls=inverse, expected=post, actual=obs, replanned=replanned)
+                                calls=inverse, expected=post, actual=obs, replanned=replanned, check=check)
         elif a.status == "rolling_back":
             return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
                         "tell whether it applied", detail=a.note)
@@ -787,7 +777,7 @@ class _Walk:
         if preview:
             self.plan(a, sim_key, before, inverse, verify)
             return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome="would call",
-                        verified=verified and before is not None, replanned=replanned)
+                        verified=verified and before is not None, replanned=replanned, check=check)
 
         if a.status != "rolling_back" and not claimed:
             if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
@@ -830,12 +820,17 @@ class _Walk:
         return Step(a.seq, a.id, q, "revert", reason, calls=inverse, outcome=outcome, verified=ok,
                     replanned=replanned, expected=step_expected, actual=step_actual, after=after)
 
-    def _unknowable(self, a: ActionRow, inverse: list, by: str, replanned: bool) -> Step:
-        """A preview's step whose resource a newer planned step changes into a state the journal
-        does not know: planned, with drift left to the real undo to check."""
-        return Step(a.seq, a.id, a.qualified, "revert", f"step {by} of this plan changes the same resource first, "
-                    "and the state it leaves is not known, so drift can be checked only during the real undo",
-                    calls=inverse, outcome="would call", verified=False, replanned=replanned)
+    def _deferred(self, a: ActionRow, key: str | None, before: dict | None, inverse: list, verify: dict,
+                  by: str, replanned: bool) -> Step:
+        """A preview's step whose resource the newer planned step ``by`` changes first into a
+        state the journal cannot predict: planned (its inverse would be sent if the real undo
+        finds no drift), with the drift check left to the real undo (``check: deferred``). It
+        counts as verified when its inverse will be checked by a re-read (a captured prior)."""
+        self.plan(a, key, before, inverse, verify)
+        return Step(a.seq, a.id, a.qualified, "revert", f"checked only during the real undo: step {by} of this plan "
+                    "changes what this step reads first, and a dry run cannot know the state it leaves there; "
+                    "the inverse would be applied if it has not drifted", calls=inverse, outcome="would call",
+                    verified=before is not None, replanned=replanned, check="deferred")
 
     def stopped(self) -> bool:
         """Was this undo stopped (its servers killed) from another thread?"""

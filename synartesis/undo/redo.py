@@ -143,23 +143,33 @@ class _Redo:
                  after: dict[str, Any], attempt: str, runs: dict[str, RunRow]) -> None:
         self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
         self.attempt, self.runs = attempt, runs
-        self.simulated: dict[str | None, tuple[Any, str]] = {}  # key → (state a planned redo leaves, its step)
-        self.footprints: list[tuple[set, str | None, str]] = []  # planned redos: what they touch, key, step
+        # planned redos, in the order the real redo sends them (oldest first): the state each
+        # leaves its read (the post-state the first call left) and what each touches
+        self.simulated: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # key → (state, step, order)
+        self.footprints: list[tuple[set, str | None, str, tuple[int, int]]] = []  # touch, key, step, order
 
     def label(self, a: ActionRow) -> str:
         return f"{a.run_id[:8]}:{a.seq}" if self.report.target == "session" else str(a.seq)
 
-    def planned(self, a: ActionRow, verify: dict, key: str | None) -> tuple[bool, str] | None:
-        """In a preview, the older planned redo that changes ``a``'s resource before it is
-        reached: (it read the very same resource, its label); None when none does. A redo with
-        no read, or another read, counts when the identifiers it touches meet this read's
-        (memory's ``create_entities`` re-sent before a ``delete_entities`` of one of them)."""
-        found = (True, self.simulated[key][1]) if key in self.simulated else None
+    def planned(self, a: ActionRow, verify: dict, key: str | None) -> tuple[str, Any, str] | None:
+        """In a preview, what the real redo will see when it reaches ``a``, when a planned redo
+        that runs before it (an older action: redo runs oldest first) changes ``a``'s resource:
+        ``("simulated", state, label)`` when the last such redo has the very same read and the
+        journal holds the state that call left, else ``("deferred", None, label)`` (a redo with
+        no read or another read whose identifiers meet this read's, such as a ``move_file``
+        onto this path or memory's ``create_entities`` re-sent before a ``delete_entities`` of
+        one of them: the state it leaves here is not known). None: no planned redo touches it,
+        so the world as it is now is what the real redo will read."""
         mine = undo_touches(self.runs.get(a.run_id), verify, None)
-        for touch, their_key, label in self.footprints:
-            if their_key != key and shares(touch, mine):
-                found = (False, label)  # planned later than a same-key one: it decides
-        return found
+        here = (a.gseq or 0, a.seq)
+        last: tuple[tuple[int, int], str, Any, str] | None = None  # (order, how, state, label)
+        same = self.simulated.get(key) if key is not None else None
+        if same is not None and same[2] < here:
+            last = (same[2], "simulated" if same[0] is not None else "deferred", same[0], same[1])
+        for touch, their_key, label, order in self.footprints:
+            if their_key != key and order < here and (last is None or order > last[0]) and shares(touch, mine):
+                last = (order, "deferred", None, label)
+        return None if last is None else last[1:]
 
     def read(self, a: ActionRow, read: dict) -> dict | None:
         out = self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
@@ -182,29 +192,32 @@ class _Redo:
             expected = self.after.get(a.id)
         verified, forced = False, False
         step_expected = step_actual = None
+        check: str | None = None  # how a preview checked for drift (Step.check)
         if verify is None:
             reason = "no read declared, so drift could not be ruled out"
         elif expected is None:
             reason = "the undo left no record of the state it produced, so drift could not be ruled out"
         else:
             key = resource_key(self.runs.get(a.run_id), verify)
-            # a preview sends nothing: a resource an earlier planned redo rewrote is taken to be
-            # as that call left it, not as it is now (issue 10 follow-up, finding 1)
+            # a preview sends nothing: a resource an earlier planned redo rewrote with the very
+            # same read is taken to be as that call left it, not as it is now (issue 10
+            # follow-up, finding 1); one it changed any other way is checked by the real redo
             planned = self.planned(a, verify, key) if self.preview else None
-            by = planned[1] if planned is not None else None
-            if planned is not None and planned[0] and self.simulated[key][0] is None:
+            by = planned[2] if planned is not None else None
+            check = "now" if self.preview else None
+            if planned is not None and planned[0] == "deferred":
                 self._plan(a, args, verify, post)
-                return Step(a.seq, a.id, q, "redo", f"step {by} of this plan changes the same resource first, and the "
-                            "state it leaves is not known, so drift can be checked only during the real redo",
-                            calls=call, outcome="would call", verified=False)
-            now = self.simulated[key][0] if planned is not None and planned[0] else self.read(a, verify)
+                return Step(a.seq, a.id, q, "redo", f"checked only during the real redo: step {by} of this plan "
+                            "changes what this step reads first, and a dry run cannot know the state it leaves "
+                            "there; the call would be sent again if it has not drifted",
+                            calls=call, outcome="would call", verified=False, check="deferred")
+            if planned is not None:
+                now, check = planned[1], "simulated"
+            else:
+                now = self.read(a, verify)
             if now is None:
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
                             detail=f"the read {verify['server']}.{verify['tool']} failed")
-            if planned is not None and not planned[0] and canonical(now) != canonical(expected):
-                # an older planned redo touches it first: the state it is checked against is the
-                # one that redo leaves, which the journal knows only as the state before this call
-                now = expected
             if canonical(now) == canonical(expected):
                 verified, reason = True, ("state is as the undo left it; " if by is None else
                                           f"checked against the state step {by} leaves (a dry run sends nothing); ") + (
@@ -214,20 +227,22 @@ class _Redo:
                     j.set_action_status(a.id, "applied", note="found already as this call left it (redo)",
                                         expect=("rolled_back",), reverted=None)
                 return Step(a.seq, a.id, q, "already-redone", "the resource is already as this call left it",
-                            verified=True)
+                            verified=True, check=check)
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state the undo left it in.\n"
                           f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}")
                 if not opts.force:
-                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=expected, actual=now)
+                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=expected, actual=now,
+                                check=check)
                 if self.preview:
                     return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would send the call anyway",
-                                detail=detail, calls=call, expected=expected, actual=now)
+                                detail=detail, calls=call, expected=expected, actual=now, check=check)
                 forced, step_expected, step_actual = True, expected, now
                 reason = "drifted, sending the call anyway as --force --yes asked"
         if self.preview:
             self._plan(a, args, verify, post)
-            return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified)
+            return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified,
+                        check=check)
         if not j.set_action_status(a.id, "pending", note=REDO_SENT_NOTE + opts.by, expect=("rolled_back",)):
             return Step(a.seq, a.id, q, "halt", "another redo is already working on this action")
         key = f"{a.run_id}:{a.seq}:redo:{self.attempt[:8]}"
@@ -271,10 +286,11 @@ class _Redo:
     def _plan(self, a: ActionRow, args: Any, verify: dict | None, post: Any) -> None:
         """A preview planned to re-send ``a``: its resource is then as the call left it, and
         what it touches (its arguments and read) may be another step's resource."""
-        key = resource_key(self.runs.get(a.run_id), verify)
+        key, order = resource_key(self.runs.get(a.run_id), verify), (a.gseq or 0, a.seq)
         if key is not None:
-            self.simulated[key] = (post, self.label(a))
-        self.footprints.append((action_touches(self.runs.get(a.run_id), a.server, args, verify, None), key, self.label(a)))
+            self.simulated[key] = (post, self.label(a), order)
+        self.footprints.append((action_touches(self.runs.get(a.run_id), a.server, args, verify, None), key,
+                                self.label(a), order))
 
     def _rebuild(self, a: ActionRow, result: Any, verify: dict | None) -> tuple[list | None, dict | None, str | None]:
         """(inverse, read, note) for the re-applied call: from the current policy and the new

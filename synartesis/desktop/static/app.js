@@ -369,7 +369,9 @@ function renderReports(reports, dry) {
     // as the CLI says it: a halt before anything was put back changed nothing
     const changed = r.steps.filter(s => (s.kind === "revert" && s.outcome !== "would call") ||
       (s.kind === "already-reverted" && s.reason !== "already rolled back")).length;
-    const status = r.halted && !r.dryRun && !changed ? "halted — nothing was changed" : r.status;
+    const deferred = r.dryRun && !r.halted && r.deferredChecks  // the plan cannot promise the status
+      ? ` only if the real ${r.kind} finds no drift at the ${r.deferredChecks} step${r.deferredChecks === 1 ? "" : "s"} checked only then` : "";
+    const status = (r.halted && !r.dryRun && !changed ? "halted — nothing was changed" : r.status) + deferred;
     body.push(el("p", { class: "result-line", text: `result: ${status}${r.dryRun ? " (dry run)" : ""}` }));
   }
   return body;
