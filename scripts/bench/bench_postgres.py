@@ -6,7 +6,9 @@
 - read and reversible-write p50 through the proxy, SQLite journal vs PostgreSQL on loopback
   (``rr.py`` round-robin: every variant's session open at once, bursts of 10 calls in shuffled
   order; ratio to the bare filesystem server per rep, median over reps). Goal: PostgreSQL's
-  write ≤ 1.5× SQLite's.
+  write ≤ 1.5× SQLite's (``write_pg_over_sqlite``: the per-rep ratio, median). Writes are timed
+  with the post-state read back and, as ``-declared``, with it declared (``post_state``, as the
+  shipped filesystem policy does: no read-back on the path to the answer).
 - 32 proxies × 25 writes into one journal (``mcpbench.py concurrent``), on both backends:
   calls per second, lost calls.
 - start-up A/B of the SQLite proxy: this checkout against ``--main`` (a checkout of main, put
@@ -26,6 +28,7 @@ import json
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +40,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE))
 import pgkit  # noqa: E402  (the tests' server kit: one way to start PostgreSQL)
 
-from run_benchmarks import FS, POLICY  # noqa: E402  (the same server and policy as the other benchmarks)
+from run_benchmarks import DECLARED, FS, POLICY  # noqa: E402  (the same server and policy as the other benchmarks)
 
 
 def proxy_cmd(manifest: Path, journal: str, pythonpath: str | None = None) -> str:
@@ -71,6 +74,8 @@ def main() -> None:
     wd.mkdir()
     manifest = work / "synartesis.yaml"
     manifest.write_text(POLICY)
+    declared = work / "declared.yaml"  # write_file's post-state declared, as the shipped filesystem policy does
+    declared.write_text(DECLARED)
     # with a PostgreSQL journal the compiled policy cache lives in $SYNARTESIS_HOME: keep it here,
     # never in the real home
     os.environ["SYNARTESIS_HOME"] = str(work / "home")
@@ -89,7 +94,9 @@ def main() -> None:
         for kind, rounds in (("read", "5" if q else "30"), ("write", "3" if q else "10")):
             if kind not in parts:
                 continue
-            cmds = [a for c in [direct, *variants] for a in ("--cmd", c.replace("{workdir}", str(wd)))]
+            extra = [] if kind == "read" else [f"sqlite-declared={proxy_cmd(declared, str(work / 'rr-d.db'))}",
+                                               f"postgresql-declared={proxy_cmd(declared, pg())}"]
+            cmds = [a for c in [direct, *variants, *extra] for a in ("--cmd", c.replace("{workdir}", str(wd)))]
             run(*rr, "--kind", kind, "--rounds", rounds, "--warmup", "3", *cmds, "--out", str(out / f"rr-{kind}.json"),
                 cwd=work)
         for label, journal in (("sqlite", str(work / "conc.db")), ("postgresql", pg())):
@@ -118,7 +125,13 @@ def summarise(out: Path) -> dict:
     for kind in ("read", "write"):
         p = out / f"rr-{kind}.json"
         if p.exists():
-            s[f"rr_{kind}"] = json.loads(p.read_text()).get("summary", json.loads(p.read_text()))
+            raw = json.loads(p.read_text())
+            s[f"rr_{kind}"] = summary = raw.get("summary", raw)
+            for suffix in ("", "-declared"):  # the issue's figure: PostgreSQL over SQLite, per rep, median
+                pg_r, lite_r = (summary.get(f"{b}{suffix}", {}).get("ratios") for b in ("postgresql", "sqlite"))
+                if pg_r and lite_r:
+                    s[f"{kind}{suffix}_pg_over_sqlite"] = round(statistics.median(
+                        p_ / l_ for p_, l_ in zip(pg_r, lite_r)), 3)
     for label in ("sqlite", "postgresql"):
         p = out / f"conc-{label}.json"
         if p.exists():
