@@ -439,6 +439,45 @@ def scrub(text: str, secrets: Iterable[str], mark: str = DISPLAY_MARK) -> str:
     return text
 
 
+def scrub_pieces(text: str, secrets: Iterable[str], mark: str = DISPLAY_MARK, piece: int = 6) -> str:
+    """:func:`scrub`, and also every run of ``piece`` or more characters of ``text`` that is part
+    of a secret of that length or more, as written or as a server may quote it (URL-encoded,
+    JSON-escaped): for a failing server's stderr, which can quote a token it rejected cut at a
+    line's end, wrapped over two lines or encoded (adversarial review, round 5). Hides too much
+    rather than too little (a 6-character run shared with a token goes too).
+
+    Args:
+        text: the message; secrets: raw values (env values, secret arguments); piece: the
+            shortest run hidden (characters).
+    Returns:
+        ``text`` with those runs replaced by ``mark`` (adjacent runs merged into one mark).
+    """
+    import json
+    from urllib.parse import quote, quote_plus
+    values = [v for v in secrets if isinstance(v, str) and v]
+    text = scrub(text, values, mark)
+    grams: set[str] = set()
+    for v in values:
+        if len(v) < piece:
+            continue
+        for spelled in {v, quote(v, safe=""), quote(v), quote_plus(v), json.dumps(v)[1:-1]}:
+            grams.update(spelled[i:i + piece] for i in range(len(spelled) - piece + 1))
+    if not grams:
+        return text
+    hidden = [False] * len(text)
+    for i in range(len(text) - piece + 1):
+        if text[i:i + piece] in grams:
+            for k in range(i, i + piece):
+                hidden[k] = True
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if not hidden[i]:
+            out.append(ch)
+        elif i == 0 or not hidden[i - 1]:
+            out.append(mark)
+    return "".join(out)
+
+
 def redact_text(text: str, mark: str = DISPLAY_MARK) -> str:
     """A last line of defence for free text (a diff line, a comment): hide token-shaped values,
     URL passwords and ``"secretName": "value"`` pairs wherever they appear."""

@@ -192,3 +192,15 @@ def test_flags_that_name_variables_keep_their_values_and_docker_env_does_not():
     assert redact_argv(argv) == (argv, False)
     shown, hidden = redact_argv(["docker", "run", "--env", "API_KEY=sk-abcdefghijklmnopqrstuvwxyz0123"])
     assert hidden and "sk-abc" not in " ".join(shown)
+
+
+def test_scrub_pieces_hides_a_secret_cut_wrapped_or_encoded():
+    """Adversarial review, round 5: a server's stderr quoted a rejected token cut at a line's
+    end, over two lines, URL-encoded or JSON-escaped; every run of 6+ characters of it goes."""
+    from synartesis.redact import scrub_pieces
+    secret = 'sk-live/4f9a+1c7e "2b'
+    for text in ("key=sk-live%2F4f9a%2B1c7e%20%222b -> 401", '{"token": "sk-live/4f9a+1c7e \\"2b"}',
+                 "token sk-live/4\nf9a+1c7e \"2b", "x" * 20 + " sk-live/4f9a+1"):
+        shown = scrub_pieces(text, [secret], mark="***")
+        assert "4f9a" not in shown and "1c7e" not in shown and "***" in shown, (text, shown)
+    assert scrub_pieces("nothing secret here", [secret], mark="***") == "nothing secret here"

@@ -137,7 +137,7 @@ def _render_check(console: Console, result: CheckResult) -> None:
 
 @app.command(short_help="Load the policy, start its servers and report what does not match (exit 1 on problems).")
 def check(
-    server: Optional[str] = typer.Option(None, "--server", help="Check only this server."),
+    server: Optional[List[str]] = typer.Option(None, "--server", help="Check only this server (repeat for several)."),
     manifest: Optional[str] = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
 ) -> None:
     """Load the policy, start its servers and report: tools rules name that do not exist,
@@ -150,7 +150,7 @@ def check(
 
 @app.command(short_help="Print a `pins:` block per server (sha256 of each tool's schema) to paste into the policy.")
 def pin(
-    server: Optional[str] = typer.Option(None, "--server", help="Pin only this server."),
+    server: Optional[List[str]] = typer.Option(None, "--server", help="Pin only this server (repeat for several)."),
     manifest: Optional[str] = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
 ) -> None:
     """Start the server(s) and print a `pins:` block per server (sha256 of each tool's name,

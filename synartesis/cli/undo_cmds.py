@@ -208,7 +208,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             out.print("\n  nothing has drifted; --force --yes would do what the plan above shows. Nothing was sent.")
     elif report.dry_run:
         n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
-        out.print(f"\n  {n} would be {'redone' if redo else 'reverted'} · nothing was sent")
+        later = len(report.deferred_checks)
+        checked = f" ({later} of them if no drift is found when the real {report.kind} reads it)" if later else ""
+        out.print(f"\n  {n} would be {'redone' if redo else 'reverted'}{checked} · nothing was sent")
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
 
 
@@ -251,8 +253,13 @@ def result_line(report: UndoReport) -> str:
             # the plan cannot promise the status: the real undo may halt at one of these
             later = report.deferred_checks
             where = ", ".join(f"{s.run[:8]}:{s.seq}" if report.target == "session" and s.run else str(s.seq) for s in later)
-            return (f"ends {status} only if the real {report.kind} finds no drift at sequence{'s' if len(later) != 1 else ''} "
-                    f"{where} (checked only then) (dry run)")
+            sent = sum(1 for s in report.steps[:report.steps.index(later[0])] if s.kind in ("revert", "overwrite", "redo"))
+            whole = "session" if report.target == "session" else "run"
+            then = ("it halts there and nothing is sent" if not sent else
+                    f"it halts there after {sent} other step{'s' if sent != 1 else ''} {'were' if sent != 1 else 'was'} "
+                    f"sent, and the {whole} ends partial")
+            return (f"would end {status} if the real {report.kind} finds no drift at sequence{'s' if len(later) != 1 else ''} "
+                    f"{where} (checked only then); if it finds drift, {then} (dry run)")
         return f"would end {status} (dry run)"
     if report.asked_for_part:
         what = "redone" if report.kind == "redo" else "undone"

@@ -58,9 +58,10 @@ def now_iso(offset_s: float = 0.0) -> str:
 
 def status_text(status: str, unverified: int = 0) -> str:
     """A run's or session's status as shown: ``compensated (unverified: N)`` carries its count
-    (issue 10 item 4: "requested" is not "undone")."""
-    if status == "compensated":
-        return f"compensated (unverified: {unverified})"
+    (issue 10 item 4: "requested" is not "undone"), as does a redo's ``redone (unverified: N)``
+    when calls were sent again but could not be read back."""
+    if status == "compensated" or (status == "redone" and unverified):
+        return f"{status} (unverified: {unverified})"
     return status
 
 

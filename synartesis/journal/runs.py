@@ -277,16 +277,22 @@ class RunsMixin(ActionsMixin):
                              "LEFT JOIN actions a ON a.run_id = r.id WHERE r.session_id = ?", (row[0],))
         return SessionRow(*row, last_at=max((x for x in last or () if x), default=None))
 
-    def undoable_counts(self) -> dict[str, int]:
+    def undoable_counts(self, replan: bool = False) -> dict[str, int]:
         """{session id: how many of its actions undo would act on} for sessions with any: not
         readonly, and applied or being reverted with an inverse (or meant to have one: a
-        reversible or compensable call whose inverse did not resolve, for ``--replan``), or of
-        unknown outcome, or halted on (undo stops there and says why: something to do too)."""
+        reversible or compensable call whose inverse did not resolve, which undo names so that
+        ``--replan`` can build it), or of unknown outcome, or halted on (undo stops there and
+        says why: something to do too). A call with nothing captured to restore (``prior``
+        absent: an approved creation) stays in place and does not count unless ``replan`` (the
+        current policy may build an inverse), so a bare ``undo`` steps back past a session of
+        nothing else (a new user's finding)."""
+        meant = " OR a.class != 'irreversible'" if replan else \
+            " OR (a.class != 'irreversible' AND (a.prior IS NULL OR a.prior != 'absent'))"
         with self._guard("count undoable actions"):
             rows = self._all(
                 "SELECT r.session_id, count(*) FROM actions a JOIN runs r ON r.id = a.run_id "
                 "WHERE a.class != 'readonly' AND ((a.status IN ('applied', 'rolling_back') "
-                "AND (a.inverse_ref IS NOT NULL OR a.class != 'irreversible')) "
+                f"AND (a.inverse_ref IS NOT NULL{meant})) "
                 "OR a.status IN ('unknown', 'pending', 'unrecoverable')) GROUP BY r.session_id")
         return {sid: n for sid, n in rows if sid}
 

@@ -403,12 +403,15 @@ class Engine:
             finally:
                 owed.release()
         pending = self._start_read(read, answered)
+        got: list[ReadOutcome] = []
 
-        def outcome() -> ReadOutcome:
-            try:
-                return pending()
-            finally:
-                owed.release()  # waited for (or timed out) before its answer woke the lane
+        def outcome() -> ReadOutcome:  # waited for once (the lane, or the commit it owes): kept
+            if not got:
+                try:
+                    got.append(pending())
+                finally:
+                    owed.release()  # waited for (or timed out) before its answer woke the lane
+            return got[0]
         return outcome
 
     def _start_read(self, read: dict, on_answer: Callable[[], None]) -> Callable[[], ReadOutcome]:

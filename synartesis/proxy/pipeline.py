@@ -180,7 +180,9 @@ def start_read(upstream: Any, read: dict, *, timeout: float | None, max_bytes: i
     def outcome() -> ReadOutcome:
         answer = waiting.wait(timeout)
         if answer is None:
-            upstream.forget(waiting)
+            upstream.forget(waiting)  # its callback will never run now: the failure is in
+            if on_answer is not None:
+                on_answer()
             result: Any = RequestFailed(f"no answer within {timeout:g} s", "timeout")
         else:
             try:
@@ -617,6 +619,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
                 notes.append(f"inverse could not be resolved: {exc}")
     verify_read: dict | None = None
     post: dict | None = None
+    kept_read: Callable[[], ReadOutcome] | None = None
     if read is not None:
         verify_read = {k: v for k, v in read.items() if k != "refuse_when"}
     elif rule.verify is not None:
@@ -641,6 +644,8 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             # call is at the server, or when its answer finds the lane idle (Engine._lane_loop)
             ctx.kept_by_read = ctx.keep_answer
             pending = host.read_later(verify_read, then=lambda: host.release_kept(ctx))
+            if ctx.kept_by_read:
+                kept_read = pending
 
             def post_state() -> tuple[dict | None, str | None]:
                 observed = pending()
@@ -659,6 +664,11 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
                     inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
     if notes:
         log("warn", "applied with reservations", action=action_id, notes=notes)
+    if kept_read is not None:
+        # the client has no answer until the read-back is in: wait for it here (up to the read
+        # timeout, after which the answer goes out and the post-state is "could not be
+        # captured"), since a client waiting for this answer sends nothing that would
+        kept_read()
 
 
 def server_of(ctx: CallContext, host: CallHost) -> str:

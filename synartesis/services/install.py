@@ -1259,8 +1259,11 @@ def restore_from_backup(env: Env, backup_file: Path, *, dry_run: bool = False) -
         original = rec.get("file") if rec else None
     if not original:
         raise UsageError(f"{backup_file} is not a synartesis backup (no record of which file it belongs to)")
-    if not isinstance(original, str) or not os.path.isabs(original):
+    if not isinstance(original, str) or not os.path.isabs(original) or "\0" in original:
         raise UsageError(f"{backup_file}: its record names no absolute path to restore to; nothing was written")
+    client = meta.get("client", "") if meta else ""
+    if not isinstance(client, str):  # copied into installed.json, whose shape it would break
+        raise UsageError(f"{backup_file}: its record's client is not text; nothing was written")
     if meta and meta.get("sha256") and meta["sha256"] != sha256_hex(data):
         raise SynartesisError(f"{backup_file} does not match its recorded checksum; not restored")
     path = Path(original)
@@ -1283,10 +1286,10 @@ def restore_from_backup(env: Env, backup_file: Path, *, dry_run: bool = False) -
     else:
         if current == data:
             return RestoreResult(str(path), str(backup_file), None, 0)
-        prev_path = fsops.backup(env, path, current, meta.get("client", "") if meta else "")
+        prev_path = fsops.backup(env, path, current, client)
         prev = str(prev_path)
         state.backups.append({"file": str(path), "target": str(fsops.resolve_target(path)), "backup": prev,
-                              "sha256": sha256_hex(current), "at": now(), "client": meta.get("client", "") if meta else ""})
+                              "sha256": sha256_hex(current), "at": now(), "client": client})
         fsops.replace_checked(path, current, data)
     target = str(fsops.resolve_target(path))
     before = len(state.entries)

@@ -125,10 +125,17 @@ def _shape_problem(raw: dict) -> str | None:
             return f"{key} is not a {'list' if kind is list else 'mapping'}"
     for key in ("entries", "backups"):
         for n, e in enumerate(raw.get(key) or []):
-            if isinstance(e, dict):
-                bad = next((f for f in _TEXT_FIELDS if e.get(f) is not None and not isinstance(e.get(f), str)), None)
-                if bad:
-                    return f"{key}[{n}].{bad} is not text"
+            if not isinstance(e, dict):
+                continue  # not an entry at all: dropped by load_state
+            bad = next((f for f in _TEXT_FIELDS if e.get(f) is not None and not isinstance(e.get(f), str)), None)
+            if bad:
+                return f"{key}[{n}].{bad} is not text"
+            record = e.get("record")
+            if key == "entries" and isinstance(record, dict):  # the entry's place in its file: keys and indexes
+                locator = record.get("locator", [])
+                if not isinstance(locator, list) or not all(isinstance(k, (str, int)) and not isinstance(k, bool)
+                                                            for k in locator):
+                    return f"entries[{n}].record.locator is not a list of keys"
     return None
 
 

@@ -21,7 +21,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from synartesis.errors import PolicyError, SynartesisError, UpstreamError, UsageError
 from synartesis.paths import Env, locate_policy
@@ -100,13 +100,17 @@ def _each(fn, items: list) -> list:
         return list(pool.map(fn, items))
 
 
-def _select(policy, server: str | None) -> list:
-    if server is None:
+def _select(policy, server: str | Sequence[str] | None) -> list:
+    """The policy's servers named by ``--server`` (one name, or several: each once, in the
+    order given), or all of them. Raises UsageError for a name the policy does not declare."""
+    if server is None or (not isinstance(server, str) and not server):
         return list(policy.servers.values())
-    if server not in policy.servers:
-        raise UsageError(f"{server} is not a server in {policy.path}; it declares "
-                         f"{', '.join(sorted(policy.servers)) or 'none'}")
-    return [policy.servers[server]]
+    names = [server] if isinstance(server, str) else list(dict.fromkeys(server))
+    for name in names:
+        if name not in policy.servers:
+            raise UsageError(f"{name} is not a server in {policy.path}; it declares "
+                             f"{', '.join(sorted(policy.servers)) or 'none'}")
+    return [policy.servers[name] for name in names]
 
 
 def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=None):
@@ -149,9 +153,10 @@ def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=No
     except UpstreamError as exc:
         # the server's stderr can echo its arguments or the env the client entry gave it
         # (a token it rejected): never show their secrets, as install does not
-        from synartesis.redact import scrub, secret_parts
+        # (verbatim, and cut, wrapped or encoded: scrub_pieces)
+        from synartesis.redact import scrub_pieces, secret_parts
         given = [v for k, v in env.items() if environ.get(k) != v and len(v) >= 4]
-        raise UpstreamError(scrub(exc.message, secret_parts([command, *args]) + given)) from None
+        raise UpstreamError(scrub_pieces(exc.message, secret_parts([command, *args]) + given)) from None
     return info, notes
 
 
@@ -258,13 +263,13 @@ def analyse_server(policy, spec, tools: list[dict], server_info: dict | None = N
                        recognised=recognise(spec.command or "", list(spec.args), info_name))
 
 
-def check_policy(manifest: str | None = None, server: str | None = None, *, env: Env | None = None,
+def check_policy(manifest: str | None = None, server: str | Sequence[str] | None = None, *, env: Env | None = None,
                  timeout: float = 30.0) -> CheckResult:
     """Load the policy and hold every (or one) server's ``tools/list`` against it.
 
     Args:
         manifest: ``--manifest``; None = located (DESIGN §4).
-        server: ``--server``: only this one.
+        server: ``--server``: only this one (or these: the option may be repeated).
         env: where paths and ``${VAR}``s are resolved (default: the real environment).
     Returns:
         :class:`CheckResult`; ``ok`` is False when there are problems (exit 1).
@@ -293,7 +298,7 @@ def check_policy(manifest: str | None = None, server: str | None = None, *, env:
     results = _each(one, specs)
     # with --server, the totals count the rules of the servers checked, not the whole policy
     names = [spec.name for spec in specs]
-    rules = [r for r in policy.rules if server is None or any(_covers(r.match.split(".", 1)[0], n) for n in names)]
+    rules = [r for r in policy.rules if not server or any(_covers(r.match.split(".", 1)[0], n) for n in names)]
     guarded = sum(1 for r in rules if r.gate != "never")
     return CheckResult(policy_path=str(path), servers=results, rule_count=len(rules), guarded=guarded)
 
@@ -338,7 +343,7 @@ def pins_block(name: str, pins: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pin_policy(manifest: str | None = None, server: str | None = None, *, env: Env | None = None,
+def pin_policy(manifest: str | None = None, server: str | Sequence[str] | None = None, *, env: Env | None = None,
                timeout: float = 30.0) -> PinResult:
     """Start the server(s) and fingerprint every advertised tool (never writes).
 

@@ -180,8 +180,11 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     clients = select_clients(client)
     state = load_state(env)
     policy_path = synartesis_home(env) / POLICY_FILENAME
-    pbytes = fsops.read_bytes(policy_path)
     policy_error = None
+    try:
+        pbytes = fsops.read_bytes(policy_path)
+    except SynartesisError as exc:  # a directory, or unreadable: a policy that does not load
+        pbytes, policy_error = None, exc.message
     if pbytes is not None:
         # what every installed proxy loads (check says the same): valid YAML is not yet a
         # valid policy (an unknown key, a bad reference), and bytes are not yet UTF-8

@@ -283,7 +283,7 @@ def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
     if opts.run:
         t = resolve_target(j, opts.run)
     else:
-        t, skipped, live = pick_session(j, allow_live=opts.force)
+        t, skipped, live = pick_session(j, allow_live=opts.force, replan=opts.replan)
         if t is None:
             if live:
                 raise ConflictError(f"the newest session with something to undo is still active: {live[0].name}; "
@@ -513,8 +513,8 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
             done[s.action] = "unverified" if not s.verified else "verified"
         elif s.kind == "already-reverted":
             done.setdefault(s.action, "found")
-        elif s.kind == "overwrite":
-            done[s.action] = "verified"
+        elif s.kind == "overwrite":  # a --force preview: as the forced inverse would be checked
+            done[s.action] = "verified" if s.verified else "unverified"
     by_run: dict[str, list[ActionRow]] = {}
     for a in actions:
         if a.cls != "readonly":
@@ -758,8 +758,10 @@ class _Walk:
                 step_expected, step_actual = post, obs
                 if preview:
                     self.plan(a, sim_key, before, inverse, verify)
+                    # verified as the real undo's re-read would be: against the captured prior state
                     return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would overwrite it", detail=detail,
-                                calls=inverse, expected=post, actual=obs, replanned=replanned, check=check)
+                                calls=inverse, expected=post, actual=obs, replanned=replanned, check=check,
+                                verified=before is not None)
         elif a.status == "rolling_back":
             return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
                         "tell whether it applied", detail=a.note)
@@ -829,7 +831,7 @@ class _Walk:
         self.plan(a, key, before, inverse, verify)
         return Step(a.seq, a.id, a.qualified, "revert", f"checked only during the real undo: step {by} of this plan "
                     "changes what this step reads first, and a dry run cannot know the state it leaves there; "
-                    "the inverse would be applied if it has not drifted", calls=inverse, outcome="would call",
+                    "the inverse would be applied if the resource has not drifted", calls=inverse, outcome="would call",
                     verified=before is not None, replanned=replanned, check="deferred")
 
     def stopped(self) -> bool:

@@ -130,6 +130,8 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
         report.runs = statuses
         report.status = ("partial" if report.halted or "partial" in statuses.values()
                          else "redone" if statuses else "nothing")
+        if not preview:  # sent again but not read back: said in the RESULT line (``redone (unverified: N)``)
+            report.unverified = sum(1 for s in report.steps if s.kind == "redo" and s.outcome == "sent (unverified)")
     finally:
         if servers is None:
             pool.close()
@@ -209,7 +211,7 @@ class _Redo:
                 self._plan(a, args, verify, post)
                 return Step(a.seq, a.id, q, "redo", f"checked only during the real redo: step {by} of this plan "
                             "changes what this step reads first, and a dry run cannot know the state it leaves "
-                            "there; the call would be sent again if it has not drifted",
+                            "there; the call would be sent again if the resource has not drifted",
                             calls=call, outcome="would call", verified=False, check="deferred")
             if planned is not None:
                 now, check = planned[1], "simulated"

@@ -44,13 +44,13 @@ class Target:
         return [r for r in self.runs if r.live]
 
 
-def undoable(a: ActionRow) -> bool:
+def undoable(a: ActionRow, replan: bool = False) -> bool:
     """Would undo act on this action (revert it, or halt on it)? (Mirrors
     :meth:`Journal.undoable_counts`.)"""
     if a.cls == "readonly":
         return False
     if a.status in ("applied", "rolling_back"):
-        return a.inverse_ref is not None or a.cls != "irreversible"
+        return a.inverse_ref is not None or (a.cls != "irreversible" and (replan or a.prior != "absent"))
     return a.status in ("unknown", "pending", "unrecoverable")
 
 
@@ -109,16 +109,19 @@ def newest_target(j: Journal) -> Target:
     return _session_target(j, sessions[0])
 
 
-def pick_session(j: Journal, *, allow_live: bool = False) -> tuple[Target | None, list[str], list[Target]]:
+def pick_session(j: Journal, *, allow_live: bool = False,
+                 replan: bool = False) -> tuple[Target | None, list[str], list[Target]]:
     """The newest session with something to undo, for bare ``undo``.
 
     Returns (target or None, what was skipped and why, the live session that stopped the pick).
     When the newest session with something to undo has a live run, the pick stops there with no
     target unless ``allow_live`` (``--force``): undoing an older session in its place would undo
     what the person did not mean (a long-lived client such as Claude Code keeps its session
-    live all day) and could overwrite what the running agent is writing.
+    live all day) and could overwrite what the running agent is writing. ``replan``: calls with
+    nothing captured to restore count (``--replan`` may build an inverse); otherwise they stay
+    in place and do not count, so a session of nothing else is skipped.
     """
-    work = j.undoable_counts()
+    work = j.undoable_counts(replan)
     skipped: list[str] = []
     nothing: list[str] = []
     live: list[Target] = []

@@ -6,7 +6,6 @@ import sys
 
 import helpers
 
-from synartesis.journal import Journal
 
 
 

@@ -20,7 +20,7 @@ import pytest
 import netkit
 from synartesis.remote.http import HttpUpstream
 from synartesis.serve.app import ServeConfig
-from synartesis.serve.runner import Listen, run
+from synartesis.serve.runner import Listen
 
 TOKEN = "t" * 43
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

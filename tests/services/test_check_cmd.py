@@ -49,6 +49,9 @@ def test_clean_policy_exits_zero_and_shows_provenance(tmp_path: Path, fs_server,
     only = _run(synartesis_cmd + ["check", "--server", "clock", "--manifest", str(policy)])
     assert only.returncode == 0 and "clock" in only.stdout and "files" not in only.stdout
     assert "3 rules" in out and "1 rule," in only.stdout  # the totals count the servers checked
+    both = _run(synartesis_cmd + ["check", "--server", "clock", "--server", "web", "--manifest", str(policy)])
+    assert both.returncode == 0 and "clock" in both.stdout and "web" in both.stdout and "files" not in both.stdout
+    assert "2 rules" in both.stdout, both.stdout  # a new user's finding: a repeated --server checked only the last
 
 
 def test_problems_are_named_and_exit_one(tmp_path: Path, fs_server, synartesis_cmd) -> None:

@@ -3,7 +3,6 @@ since become a symlink to it (a project's .cursor/mcp.json in a repository that 
 swap). The dry run names only the wrapped path; the install record even holds the resolved
 target the backup was taken from, but restore never compares it. Expected: refuse (or at least
 name the real file) when the path now resolves to another file than the one backed up."""
-import json
 
 from helpers import cli
 

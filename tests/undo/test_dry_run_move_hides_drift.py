@@ -22,4 +22,4 @@ def test_dry_run_agrees_with_the_real_undo_after_a_person_edits_the_moved_file(t
     plan, done = json.loads(dry.stdout), json.loads(real.stdout)
     assert real.returncode == 1 and done["halted"]["seq"] == 1, real.stdout  # the person's edit
     assert_plan_agrees(plan, text.stdout, done)
-    assert "would end rolled_back" not in text.stdout, text.stdout
+    assert "would end rolled_back (dry run)" not in text.stdout, text.stdout

@@ -26,4 +26,4 @@ def test_redo_dry_run_agrees_with_the_real_redo_after_a_person_edits_the_undone_
     plan, done = json.loads(dry.stdout), json.loads(real.stdout)
     assert real.returncode == 1 and done["halted"]["seq"] == 2, real.stdout  # b.txt holds the person's text
     assert_plan_agrees(plan, text.stdout, done)
-    assert "would end redone" not in text.stdout, text.stdout
+    assert "would end redone (dry run)" not in text.stdout, text.stdout

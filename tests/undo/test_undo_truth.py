@@ -42,8 +42,8 @@ def test_undo_dry_run_leaves_a_step_a_newer_step_changes_by_another_read_to_the_
     assert creates["kind"] == "revert" and creates["check"] == "deferred", creates
     assert re.search(r"checked only during the real undo: step \w+:2 ", creates["reason"]), creates  # runs last before it
     text = cli("undo", "--dry-run", *j, env=env)
-    assert "would end" not in text.stdout and "halted" not in text.stdout, text.stdout
-    assert "only if the real undo finds no drift at sequence" in text.stdout, text.stdout
+    assert "if it finds drift, it halts there" in text.stdout and "halted" not in text.stdout, text.stdout
+    assert "if the real undo finds no drift at sequence" in text.stdout, text.stdout
     real = cli("undo", "--json", *j, env=env)
     assert real.returncode == 0, real.stdout + real.stderr
     assert json.loads(real.stdout)["halted"] is None
