@@ -330,7 +330,7 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
                               f"[bold]watching[/] {path}  {len(runs)} runs, {live_runs} live · nothing waiting")
                     if not actions:
                         out.print("No agent has done anything through this journal yet.")
-                for a in actions:
+                for a in sorted(actions, key=lambda a: a.updated_at):  # a log: oldest change first
                     if seen_states.get(a.id) != a.status:
                         seen_states[a.id] = a.status
                         out.print(f"{a.updated_at[11:19]} {CLASS_BADGE.get(a.cls, '?')} {a.label:<13} "

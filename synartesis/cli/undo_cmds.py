@@ -174,6 +174,12 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                   + f"  {shown(h.reason)}")
         for line in (h.detail or "").splitlines():
             out.print(f"  {shown(line)}")
+        if report.dry_run and not report.preview_force:
+            tid = report.run if report.target == "session" else report.run[:8]
+            verb = "redo" if redo else "undo"
+            out.print(f"\n  The real {verb} would stop here too. Before running it: put the resource back the way "
+                      f"{'the undo' if redo else 'the run'} left it, or run `synartesis {verb} {shown(tid)} --force` to see "
+                      "what would be overwritten.")
         if not report.dry_run:
             # the target by id: a bare `undo` picks the newest session, which may be another one
             # (a new user followed `undo --force` and got a plan for a newer session)
@@ -238,17 +244,19 @@ def result_line(report: UndoReport) -> str:
     anything says the status the run keeps, as the real halt leaves it; one with steps checked
     only during the real undo says the status holds only if those find no drift)."""
     status = report.shown_status
+    whole = "session" if report.target == "session" else "run"
     if report.halted and report.stays is not None and (report.dry_run or not report.changed):
         if report.dry_run:
-            return f"would halt at sequence {report.halted.seq}: nothing would be sent, the run stays {report.stays} (dry run)"
+            at = _where(report, report.halted).strip()
+            return f"would halt at sequence {at}: nothing would be sent, the {whole} stays {report.stays} (dry run)"
         if report.sent:
-            return f"halted — an inverse was sent but did not take the resource back; the run stays {report.stays}"
-        return f"halted — nothing was sent; the run stays {report.stays}"
+            return f"halted — an inverse was sent but did not take the resource back; the {whole} stays {report.stays}"
+        return f"halted — nothing was sent; the {whole} stays {report.stays}"
     if report.halted and not report.dry_run and not report.changed:
         return "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
     if report.dry_run:
         if report.halted:
-            return f"would halt at sequence {report.halted.seq} and end {status} (dry run)"
+            return f"would halt at sequence {_where(report, report.halted).strip()} and end {status} (dry run)"
         if report.deferred_checks:
             # the plan cannot promise the status: the real undo may halt at one of these
             later = report.deferred_checks
@@ -262,9 +270,10 @@ def result_line(report: UndoReport) -> str:
                     f"{where} (checked only then); if it finds drift, {then} (dry run)")
         return f"would end {status} (dry run)"
     if report.asked_for_part:
-        what = "redone" if report.kind == "redo" else "undone"
-        return (f"{status} — everything asked for was {what}; the rest of the "
-                f"{'session' if report.target == 'session' else 'run'} is still in effect")
+        if report.kind == "redo":  # redo takes one undo at a time, newest first (a new user's finding)
+            return (f"{status} — what the last undo reverted is redone; what an earlier undo of this {whole} "
+                    "reverted is still undone (`synartesis redo` again redoes it)")
+        return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect"
     return status
 
 

@@ -41,3 +41,8 @@ def test_bare_undo_steps_past_a_session_of_an_approved_creation(tmp_path, fs_ser
     assert (root / "a.txt").read_text() == "before\n" and (root / "new.txt").read_text() == "x\n"
     again = cli("undo", *flags)
     assert again.returncode == 1 and "nothing can be undone" in again.stdout, again.stdout  # nothing undone: exit 1
+    # the held call's own row: its approval was spent by the retry, which the plan names (it said
+    # "approved, never retried" while `show` said "approval used by …")
+    held_plan = json.loads(cli("undo", "held", "--dry-run", "--json", *flags).stdout)
+    [skip] = [s for s in held_plan["steps"] if s["action"] == held.id]
+    assert "its retry is action" in skip["reason"], skip

@@ -115,6 +115,7 @@ def test_a_force_preview_and_a_halting_dry_run_say_what_the_run_would_really_be(
     assert status == "complete"
     assert (f"R E S U L T  would halt at sequence 2: nothing would be sent, the run stays {status} (dry run)"
             in dry.stdout), dry.stdout
+    assert "The real undo would stop here too" in dry.stdout and f"synartesis undo {run[:8]} --force" in dry.stdout, dry.stdout
     real = cli("undo", run, *j)
     assert real.returncode == 1 and f"the run stays {status}" in real.stdout, real.stdout
     assert json.loads(cli("list", "--runs", "--json", *j).stdout)[0]["status"] == status

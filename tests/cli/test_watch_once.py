@@ -1,0 +1,32 @@
+"""`watch --once` (piped: one frame) prints its log oldest change first: a new user saw
+18:50:28, then 18:49:24, then 18:49:07 (it printed the newest first, as `recent_actions`
+returns them). Real filesystem server, real proxy."""
+
+import json
+import re
+import time
+
+from helpers import FS_POLICY, RawSession, cli, proxy_argv
+
+
+def test_watch_once_prints_the_log_in_time_order(tmp_path, fs_server):
+    root = tmp_path / "root"
+    root.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (root / name).write_text("orig\n")
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    manifest.write_text(FS_POLICY)
+    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)])) as s:
+        s.handshake()
+        assert not s.call(1, "write_file", {"path": str(root / "a.txt"), "content": "v1\n"}).get("isError")
+        time.sleep(1.05)  # the log shows seconds
+        assert not s.call(2, "write_file", {"path": str(root / "b.txt"), "content": "v2\n"}).get("isError")
+    time.sleep(1.05)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    run = cli("list", "--runs", "--json", *flags)
+    [r] = json.loads(run.stdout)
+    assert cli("undo", r["id"][:8], "--only", "1", *flags).returncode == 0  # the older action changes last
+    out = cli("watch", "--once", *flags)
+    assert out.returncode == 0, out.stdout + out.stderr
+    times = re.findall(r"^(\d\d:\d\d:\d\d) ", out.stdout, re.M)
+    assert len(times) == 2 and len(set(times)) == 2 and times == sorted(times), out.stdout
