@@ -130,8 +130,10 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
         report.runs = statuses
         report.status = ("partial" if report.halted or "partial" in statuses.values()
                          else "redone" if statuses else "nothing")
-        if not preview:  # sent again but not read back: said in the RESULT line (``redone (unverified: N)``)
-            report.unverified = sum(1 for s in report.steps if s.kind == "redo" and s.outcome == "sent (unverified)")
+        # sent again but not read back: said in the RESULT line (``redone (unverified: N)``); a
+        # preview counts the calls whose rule declares no read (the real redo cannot read them back)
+        report.unverified = sum(1 for s in report.steps if s.kind == "redo" and (
+            s.outcome == "sent (unverified)" if not preview else s.reason.startswith("no read declared")))
     finally:
         if servers is None:
             pool.close()

@@ -44,8 +44,10 @@ def test_redo_counts_the_calls_it_could_not_read_back(tmp_path, memory_server):
                                           {"name": "B", "entityType": "t", "observations": []}]}),
         ("create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "knows"}]})])
     assert cli("undo", *j, env=env).returncode == 0
+    plan = json.loads(cli("redo", "--dry-run", "--json", *j, env=env).stdout)
     redo = cli("redo", "--json", *j, env=env)
     done = json.loads(redo.stdout)
     sent_only = [s for s in done["steps"] if s["kind"] == "redo" and s["outcome"] == "sent (unverified)"]
     assert sent_only, done["steps"]
     assert done["statusText"] == f"redone (unverified: {len(sent_only)})", done["statusText"]
+    assert plan["statusText"] == done["statusText"], plan["statusText"]  # the dry run says the same
