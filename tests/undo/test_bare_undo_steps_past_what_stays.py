@@ -9,17 +9,14 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import FS_POLICY, RawSession, cli, open_journal, proxy_argv
+from helpers import FS_POLICY, RawSession, cli, files_proxy, open_journal
 
 
 def test_bare_undo_steps_past_a_session_of_an_approved_creation(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
+    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
     (root / "a.txt").write_text("before\n")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text(FS_POLICY)
-    argv = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
-    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    journal = tmp_path / "j.db"
+    flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(journal)]
 
     def session(name, calls):
         with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
