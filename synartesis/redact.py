@@ -460,7 +460,14 @@ def scrub_pieces(text: str, secrets: Iterable[str], mark: str = DISPLAY_MARK, pi
     for v in values:
         if len(v) < piece:
             continue
-        for spelled in {v, quote(v, safe=""), quote(v), quote_plus(v), json.dumps(v)[1:-1]}:
+        spellings = {v, json.dumps(v)[1:-1]}
+        for enc in (lambda x: quote(x, safe="", errors="surrogateescape"),
+                    lambda x: quote(x, errors="surrogateescape"), lambda x: quote_plus(x, errors="surrogateescape")):
+            try:
+                spellings.add(enc(v))
+            except (UnicodeError, ValueError):  # a value that is not text a server could quote so
+                pass
+        for spelled in spellings:
             grams.update(spelled[i:i + piece] for i in range(len(spelled) - piece + 1))
     if not grams:
         return text

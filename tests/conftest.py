@@ -56,6 +56,9 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_cache: Path)
     for var in _ISOLATED_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(home))
+    # a bug in the CLI shows its traceback here (users get one line): "no traceback" checks
+    # then still catch it
+    monkeypatch.setenv("SYNARTESIS_DEBUG", "1")
     monkeypatch.setenv("USERPROFILE", str(home))
     monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
     monkeypatch.setenv("LOCALAPPDATA", str(home / "AppData" / "Local"))

@@ -115,4 +115,11 @@ def run(argv: list[str]) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug: no traceback (nor what it quotes) reaches the user
+        import os
+        if os.environ.get("SYNARTESIS_DEBUG"):
+            raise
+        sys.stderr.write(f"synartesis: internal error ({type(exc).__name__}); this is a bug in synartesis. "
+                         "Run again with SYNARTESIS_DEBUG=1 to see where it happened.\n")
+        return 1
     return 0

@@ -174,7 +174,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                   + f"  {shown(h.reason)}")
         for line in (h.detail or "").splitlines():
             out.print(f"  {shown(line)}")
-        if report.dry_run and not report.preview_force:
+        if report.dry_run and not report.preview_force and h.reason == "drift detected":
             tid = report.run if report.target == "session" else report.run[:8]
             verb = "redo" if redo else "undo"
             out.print(f"\n  The real {verb} would stop here too. Before running it: put the resource back the way "

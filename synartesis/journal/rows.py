@@ -56,6 +56,12 @@ def now_iso(offset_s: float = 0.0) -> str:
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# how an action's note begins when its inverse needs the state before the call and none existed
+# (an approved creation): nothing can ever put it back, so it stays in place (undo's pick skips
+# a session of nothing else; Journal.undoable_counts)
+NOTHING_TO_RESTORE = "no prior state existed, so there is nothing to restore"
+
+
 def status_text(status: str, unverified: int = 0) -> str:
     """A run's or session's status as shown: ``compensated (unverified: N)`` carries its count
     (issue 10 item 4: "requested" is not "undone"), as does a redo's ``redone (unverified: N)``

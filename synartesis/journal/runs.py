@@ -22,7 +22,7 @@ from synartesis.canonical import canonical, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.actions import ActionsMixin
 from synartesis.journal.liveness import client_process, host_name, process_state, start_token
-from synartesis.journal.rows import IN_EFFECT, NOTHING_IN_EFFECT, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
+from synartesis.journal.rows import IN_EFFECT, NOTHING_IN_EFFECT, NOTHING_TO_RESTORE, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
 
 __all__ = ["RunsMixin", "RunOrigin", "SESSION_ENV", "session_key"]
 
@@ -282,18 +282,20 @@ class RunsMixin(ActionsMixin):
         readonly, and applied or being reverted with an inverse (or meant to have one: a
         reversible or compensable call whose inverse did not resolve, which undo names so that
         ``--replan`` can build it), or of unknown outcome, or halted on (undo stops there and
-        says why: something to do too). A call with nothing captured to restore (``prior``
-        absent: an approved creation) stays in place and does not count unless ``replan`` (the
-        current policy may build an inverse), so a bare ``undo`` steps back past a session of
-        nothing else (a new user's finding)."""
+        says why: something to do too). A call whose inverse needs the state before it and none
+        existed (its note begins :data:`NOTHING_TO_RESTORE`: an approved creation) stays in
+        place and does not count unless ``replan`` (the current policy may build an inverse),
+        so a bare ``undo`` steps back past a session of nothing else (a new user's finding); a
+        creation whose inverse did not resolve still counts (undo names it for ``--replan``)."""
         meant = " OR a.class != 'irreversible'" if replan else \
-            " OR (a.class != 'irreversible' AND (a.prior IS NULL OR a.prior != 'absent'))"
+            " OR (a.class != 'irreversible' AND (a.note IS NULL OR substr(a.note, 1, ?) != ?))"
+        params = () if replan else (len(NOTHING_TO_RESTORE), NOTHING_TO_RESTORE)
         with self._guard("count undoable actions"):
             rows = self._all(
                 "SELECT r.session_id, count(*) FROM actions a JOIN runs r ON r.id = a.run_id "
                 "WHERE a.class != 'readonly' AND ((a.status IN ('applied', 'rolling_back') "
                 f"AND (a.inverse_ref IS NOT NULL{meant})) "
-                "OR a.status IN ('unknown', 'pending', 'unrecoverable')) GROUP BY r.session_id")
+                "OR a.status IN ('unknown', 'pending', 'unrecoverable')) GROUP BY r.session_id", params)
         return {sid: n for sid, n in rows if sid}
 
     # -- pruning ---------------------------------------------------------------------------

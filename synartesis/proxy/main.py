@@ -120,7 +120,12 @@ def parse_call_timeout(value: str | None) -> float | None:
     seconds = float(value)
     if seconds != seconds or seconds < 0:
         raise ValueError(f"the call timeout must be 0 or more seconds, not {value}")
-    return None if seconds == 0 or seconds == float("inf") else seconds
+    return None if seconds == 0 or seconds >= _LONGEST_WAIT else seconds
+
+
+# longer than any wait a person means, and well inside what a lock's timeout accepts: a thread
+# wait of 1e10 s overflows time_t (an adversarial review: every read-back then failed)
+_LONGEST_WAIT = 1e7
 
 
 def _options(opts: dict[str, str]):
@@ -130,6 +135,7 @@ def _options(opts: dict[str, str]):
     cap = int(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or 8 * 1024 * 1024)
     if not read_timeout > 0 or cap <= 0:
         raise ValueError("the read timeout and the snapshot cap must be positive")
+    read_timeout = min(read_timeout, _LONGEST_WAIT)  # `inf` or 1e10: as long as a wait can be
     return EngineOptions(call_timeout=call_timeout, read_timeout=read_timeout, max_snapshot_bytes=cap,
                          saga="saga" in opts)
 

@@ -34,11 +34,18 @@ from typing import Any, Protocol
 
 from synartesis.canonical import MAX_DEPTH, canonical, too_deep
 from synartesis.errors import JournalError
+from synartesis.journal.rows import NOTHING_TO_RESTORE
 from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
 from synartesis.policy.refs import RefError, resolve_template
 from synartesis.policy.sqlgate import should_gate
-from synartesis.proxy.call import SURROGATE_REFUSAL, CallContext, is_plain_read, lone_surrogate, tool_result
+from synartesis.proxy.call import (
+    SURROGATE_REFUSAL,
+    CallContext,
+    is_plain_read,
+    lone_surrogate,
+    tool_result,
+)
 from synartesis.proxy.framing import PREVIEW, LazyFrame
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed, is_unknown_answer
@@ -611,7 +618,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         scope["snapshot"] = snapshot_out.payload
     if rule.inverse:
         if snapshot_out is not None and snapshot_out.kind == "absent" and _uses_snapshot(rule):
-            notes.append(f"no prior state existed, so there is nothing to restore: {snapshot_out.reason}")
+            notes.append(f"{NOTHING_TO_RESTORE}: {snapshot_out.reason}")
         else:
             try:
                 inverse = [resolve_call(c, scope) for c in rule.inverse]

@@ -37,6 +37,9 @@ _STDERR_TAIL = 20
 _READ_CHUNK = 1 << 16
 
 
+# what joins our message to the server's own stderr lines (services scrub only what follows it)
+SERVER_SAID = " — the server said: "
+
 class PendingRequest:
     """One of our own requests in flight: completed by the reader thread with the answer (a
     dict) or a :class:`RequestFailed`. ``callback`` (optional) is then called on that thread."""
@@ -253,7 +256,7 @@ class StdioUpstream:
     def describe_failure(self, what: str) -> str:
         """``what`` plus the server's last stderr lines, for error messages."""
         tail = self.stderr_tail()
-        return f"{what} — the server said: {'; '.join(tail)}" if tail else what
+        return f"{what}{SERVER_SAID}{'; '.join(tail)}" if tail else what
 
     # -- shutdown ----------------------------------------------------------------------
     def close_stdin(self, wait: float = 0.5) -> bool:

@@ -151,13 +151,34 @@ def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=No
     try:
         info = introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
     except UpstreamError as exc:
-        # the server's stderr can echo its arguments or the env the client entry gave it
-        # (a token it rejected): never show their secrets, as install does not
-        # (verbatim, and cut, wrapped or encoded: scrub_pieces)
-        from synartesis.redact import scrub_pieces, secret_parts
-        given = [v for k, v in env.items() if environ.get(k) != v and len(v) >= 4]
-        raise UpstreamError(scrub_pieces(exc.message, secret_parts([command, *args]) + given)) from None
+        given = {k: v for k, v in env.items() if environ.get(k) != v and len(v) >= 4}
+        raise UpstreamError(scrub_start_error(exc.message, [command, *args], given)) from None
     return info, notes
+
+
+def scrub_start_error(message: str, argv: list[str], given: Mapping[str, str]) -> str:
+    """A failing server's start error as ``check`` shows it: the server's stderr (after
+    :data:`~synartesis.proxy.stdio.SERVER_SAID`) can echo its arguments or the env the client
+    entry gave it (a token it rejected), so it is scrubbed of every value ``given`` as written,
+    and of the secret ones (secret arguments; env values with a secret name or a token's shape)
+    in any spelling a server may quote (cut, wrapped, encoded: :func:`redact.scrub_pieces`).
+    Our own wording before it is scrubbed of the secret ones only (a value such as
+    ``MODE=server`` must not hide "the server said"). Rule: adversarial reviews, rounds 4–6.
+
+    Args:
+        message: the UpstreamError's text; argv: the command line it started; given: the env
+            values the entry or the policy set (name → value).
+    Returns:
+        the message to show.
+    """
+    from synartesis.proxy.stdio import SERVER_SAID
+    from synartesis.redact import is_secret_name, looks_like_token, scrub, scrub_pieces, secret_parts
+    secret = secret_parts(argv) + [v for k, v in given.items() if is_secret_name(k) or looks_like_token(v)]
+    head, said, tail = message.partition(SERVER_SAID)
+    head = scrub(head, secret)
+    if said:
+        tail = scrub_pieces(scrub(tail, given.values()), secret)
+    return head + said + tail
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from synartesis.errors import UsageError
 from synartesis.journal import ActionRow, Journal, RunRow, SessionRow
+from synartesis.journal.rows import NOTHING_TO_RESTORE
 
 __all__ = ["Target", "resolve_target", "newest_target", "pick_session", "undoable", "describe_session"]
 
@@ -50,7 +51,8 @@ def undoable(a: ActionRow, replan: bool = False) -> bool:
     if a.cls == "readonly":
         return False
     if a.status in ("applied", "rolling_back"):
-        return a.inverse_ref is not None or (a.cls != "irreversible" and (replan or a.prior != "absent"))
+        return a.inverse_ref is not None or (a.cls != "irreversible" and (
+            replan or not (a.note or "").startswith(NOTHING_TO_RESTORE)))
     return a.status in ("unknown", "pending", "unrecoverable")
 
 
