@@ -6,13 +6,22 @@ import pytest
 import synartesis.cli.app as cli_app
 
 
-def _boom(*args, **kwargs):
-    raise RuntimeError("sk-live-secret-in-the-message")
+class _Boom:
+    """The real typer app, whose call raises (as a bug in a command would)."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("sk-live-secret-in-the-message")
 
 
 def test_a_bug_prints_one_line_and_exits_1(monkeypatch, capsys):
     monkeypatch.delenv("SYNARTESIS_DEBUG", raising=False)
-    monkeypatch.setattr(cli_app, "app", _boom)
+    monkeypatch.setattr(cli_app, "app", _Boom(cli_app.app))
     assert cli_app.run(["status"]) == 1
     err = capsys.readouterr().err
     assert err == ("synartesis: internal error (RuntimeError); this is a bug in synartesis. "
@@ -21,6 +30,6 @@ def test_a_bug_prints_one_line_and_exits_1(monkeypatch, capsys):
 
 def test_synartesis_debug_shows_the_traceback(monkeypatch):
     monkeypatch.setenv("SYNARTESIS_DEBUG", "1")
-    monkeypatch.setattr(cli_app, "app", _boom)
+    monkeypatch.setattr(cli_app, "app", _Boom(cli_app.app))
     with pytest.raises(RuntimeError):
         cli_app.run(["status"])
