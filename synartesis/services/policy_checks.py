@@ -151,7 +151,10 @@ def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=No
     try:
         info = introspect(command, args, env=env, cwd=cwd, timeout=timeout, label=spec.name)
     except UpstreamError as exc:
-        given = {k: v for k, v in env.items() if environ.get(k) != v and len(v) >= 4}
+        # what the entry or the policy set; a secret-named one even when this shell has the same
+        # value (the entry gave it too, and the server may echo it)
+        from synartesis.redact import is_secret_name
+        given = {k: v for k, v in env.items() if (environ.get(k) != v or is_secret_name(k)) and len(v) >= 4}
         raise UpstreamError(scrub_start_error(exc.message, [command, *args], given)) from None
     return info, notes
 

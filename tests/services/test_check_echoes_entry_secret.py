@@ -23,3 +23,17 @@ def test_check_does_not_print_the_client_entrys_secret(fake_home, tmp_path):
     c = cli("check", cwd=tmp_path, timeout=120)
     assert "auth failed" in c.stdout + c.stderr, c.stdout + c.stderr  # the server did start with the entry's env
     assert SECRET not in c.stdout + c.stderr, c.stdout + c.stderr
+
+
+def test_check_hides_it_too_when_this_shell_has_the_same_value(fake_home, tmp_path):
+    """Adversarial review, round 6 (untested there): the entry's value was left unscrubbed when
+    the shell running `check` had the same variable with the same value."""
+    import os
+    cursor = fake_home / ".cursor"
+    cursor.mkdir()
+    (cursor / "mcp.json").write_text(json.dumps({"mcpServers": {"svc": {
+        "command": sys.executable, "args": ["-c", SERVER], "env": {"API_TOKEN": SECRET}}}}))
+    assert cli("install", "--client", "cursor", "--no-start", "--yes", cwd=tmp_path, timeout=120).returncode == 0
+    c = cli("check", cwd=tmp_path, timeout=120, env=dict(os.environ, API_TOKEN=SECRET))
+    assert "auth failed" in c.stdout + c.stderr, c.stdout + c.stderr
+    assert SECRET not in c.stdout + c.stderr, c.stdout + c.stderr
