@@ -262,7 +262,6 @@ def result_line(report: UndoReport) -> str:
             later = report.deferred_checks
             where = ", ".join(f"{s.run[:8]}:{s.seq}" if report.target == "session" and s.run else str(s.seq) for s in later)
             sent = sum(1 for s in report.steps[:report.steps.index(later[0])] if s.kind in ("revert", "overwrite", "redo"))
-            whole = "session" if report.target == "session" else "run"
             then = ("it halts there and nothing is sent" if not sent else
                     f"it halts there after {sent} other step{'s' if sent != 1 else ''} {'were' if sent != 1 else 'was'} "
                     f"sent, and the {whole} ends partial")

@@ -646,13 +646,12 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
             except RefError as exc:
                 notes.append(f"the declared post_state could not be resolved, so it was read back: {exc}")
         if post is None:
-            # sent now and waited for before the next call is sent (so the next call's
-            # pre-read overlaps it: both read the state this write left); committed while that
-            # call is at the server, or when its answer finds the lane idle (Engine._lane_loop)
-            ctx.kept_by_read = ctx.keep_answer
+            # sent now; its answer releases the kept-back answer (and the lane waits for it
+            # below). Its outcome is committed while the next call is at the server, or when
+            # its answer finds the lane idle (Engine._lane_loop)
             pending = host.read_later(verify_read, then=lambda: host.release_kept(ctx))
-            if ctx.kept_by_read:
-                kept_read = pending
+            if ctx.keep_answer:
+                ctx.kept_by_read, kept_read = True, pending
 
             def post_state() -> tuple[dict | None, str | None]:
                 observed = pending()

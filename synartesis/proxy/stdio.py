@@ -40,6 +40,7 @@ _READ_CHUNK = 1 << 16
 # what joins our message to the server's own stderr lines (services scrub only what follows it)
 SERVER_SAID = " — the server said: "
 
+
 class PendingRequest:
     """One of our own requests in flight: completed by the reader thread with the answer (a
     dict) or a :class:`RequestFailed`. ``callback`` (optional) is then called on that thread."""
