@@ -310,14 +310,35 @@ def _known_keys(declared: Mapping[str, Any], state: Any) -> dict[tuple[str, str,
     _path_ids.clear()
     out: dict[tuple[str, str, str, str], str] = {}
     for key, spec in declared.items():
-        origin = spec.get("origin") if isinstance(spec, dict) else None
-        if isinstance(origin, dict) and origin.get("entry") is not None:
-            out.setdefault(_origin_id(origin.get("client"), origin.get("file"), origin.get("entry"),
-                                      origin.get("project")), str(key))
+        oid = _policy_origin_id(spec) if isinstance(spec, dict) else None
+        if oid is not None:
+            out.setdefault(oid, str(key))
     for e in state.entries:
         if e.get("policy_key"):
             out.setdefault(_origin_id(e.get("client"), e.get("source") or e.get("file"), e.get("name"),
                                       e.get("project")), str(e["policy_key"]))
+    return out
+
+
+def _policy_origin_id(spec: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    origin = spec.get("origin")
+    if isinstance(origin, dict) and origin.get("entry") is not None:
+        return _origin_id(origin.get("client"), origin.get("file"), origin.get("entry"), origin.get("project"))
+    return None
+
+
+def _shared_key_warnings(wrapped_as: Mapping[str, list[tuple[Any, str, str]]]) -> list[str]:
+    """One warning per policy key that wraps entries starting different servers (an install made
+    before keys told them apart): undo cannot tell their runs apart."""
+    out = []
+    for key, seen in sorted(wrapped_as.items()):
+        if len({ident for _, ident, _ in seen}) > 1:
+            names = " and ".join(label for _, _, label in seen)
+            out.append(f"{names} are both wrapped as `{key}` but start different servers (their env, working "
+                       f"directory or command line differ), so undo cannot tell their runs apart and refuses "
+                       f"them; undo what you need from those runs first (setting the variables they disagree "
+                       f"on, as the undo message says), then run `synartesis uninstall` then "
+                       f"`synartesis install` to give each its own key")
     return out
 
 
@@ -328,33 +349,80 @@ def _needs_shell(command: str) -> bool:
     return not (command.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:[\\/]", command))
 
 
+#: What a client gives a server besides its command line. Two entries that differ in any of these
+#: start servers that may open other data (Claude Code's and Codex's ``memory``, each with its own
+#: ``MEMORY_FILE_PATH``), so they must not share a policy key: undo starts a key's server with the
+#: env of the entry its ``origin`` names.
+_IDENT_KEYS = ("env", "env_vars", "envFile", "cwd", "headers", "http_headers", "env_http_headers",
+               "bearer_token_env_var", "url")
+
+
+def _ident(entry: ServerEntry, command: str, args: Sequence[str]) -> str:
+    """Which server an entry starts, for deciding whether two entries may share a policy key: the
+    real command line (secrets included) and the :data:`_IDENT_KEYS` of the entry. A digest kept
+    in memory for one plan only, never stored (it is derived from secrets)."""
+    value = entry.value if isinstance(entry.value, dict) else {}
+    extra = {k: value[k] for k in _IDENT_KEYS if k in value}
+    text = json.dumps({"argv": [str(command), *map(str, args)], **extra}, sort_keys=True, default=str)
+    return sha256_hex(text.encode("utf-8", "surrogatepass"))
+
+
+_Ident = tuple[str | None, str | None]  # (fingerprint of the redacted command line, _ident or None: unknown)
+
+
 class _Keys:
-    """Policy keys: one per distinct command line; the first comer keeps the server's name."""
+    """Policy keys: one per distinct server; the first comer keeps the server's name.
+
+    Two entries share a key only when they start the same server (:func:`_ident`); a key the
+    policy's ``origin`` gives to an entry in the files stays with that entry, and another entry
+    that held it before but starts a different server is given a key of its own (``rekeyed``).
+    """
 
     def __init__(self) -> None:
-        self.by_key: dict[str, str | None] = {}
+        self.by_key: dict[str, _Ident] = {}
+        self.owner: dict[str, tuple[tuple[str, str, str, str], str]] = {}  # key -> (origin id, ident)
+        self.rekeyed: list[tuple[tuple[str, str, str, str], str, str]] = []  # (origin id, old key, new key)
+        self.claimed: dict[str, str] = {}  # key -> ident of the entry given it in this plan
 
-    def reserve(self, key: str, fp: str | None) -> None:
-        self.by_key.setdefault(key, fp)
+    def reserve(self, key: str, fp: str | None, ident: str | None = None) -> None:
+        """Hold ``key`` for a server seen elsewhere (install record, policy, a wrapped entry); a
+        known ``ident`` fills in an unknown one for the same command line."""
+        have = self.by_key.get(key)
+        if have is None:
+            self.by_key[key] = (fp, ident)
+        elif have[1] is None and ident is not None and have[0] == fp:
+            self.by_key[key] = (fp, ident)
 
-    def assign(self, name: str, fp: str, client: str, scope: str, known: str | None = None) -> str:
-        """The key for an entry: ``known`` (the key this entry had before) when given, else
-        the first free candidate or one already used for the same command line."""
+    def own(self, key: str, oid: tuple[str, str, str, str], fp: str, ident: str) -> None:
+        """``key`` belongs to the entry ``oid`` (the policy's ``origin``), found in the files."""
+        self.owner[key] = (oid, ident)
+        self.by_key[key] = (fp, ident)
+
+    def assign(self, name: str, fp: str, ident: str, oid: tuple[str, str, str, str], client: str, scope: str,
+               known: str | None = None) -> str:
+        """The key for an entry: ``known`` (the key this entry had before) unless another entry
+        owns it and starts a different server; else the first free candidate or one already used
+        for the same server."""
         if known:
-            self.by_key[known] = fp
-            return known
+            owner = self.owner.get(known)
+            if owner is not None and owner[0] != oid:
+                taken = owner[1] != ident
+            else:
+                taken = self.claimed.get(known, ident) != ident
+            if not taken:
+                self.by_key[known] = (fp, ident)
+                self.claimed[known] = ident
+                return known
         base = policy_key_for(name)
-        for cand in (base, f"{base}-{client}", f"{base}-{client}-{scope}"):
-            have = self.by_key.get(cand, "<free>")
-            if have == "<free>" or have == fp:
-                self.by_key[cand] = fp
-                return cand
-        n = 2
+        n = 1
         while True:
-            cand = f"{base}-{client}-{n}"
-            have = self.by_key.get(cand, "<free>")
-            if have == "<free>" or have == fp:
-                self.by_key[cand] = fp
+            cand = (base, f"{base}-{client}", f"{base}-{client}-{scope}")[n - 1] if n <= 3 else f"{base}-{client}-{n - 2}"
+            have = self.by_key.get(cand)
+            if have is None or have == (fp, ident):
+                self.by_key[cand] = (fp, ident)
+                self.claimed[cand] = ident
+                if known and cand != known:
+                    self.rekeyed.append((oid, known, cand))
                 return cand
             n += 1
 
@@ -519,13 +587,28 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             keys.reserve(str(k), _fp(spec["command"], [str(a) for a in spec.get("args", []) or []]))
         else:
             keys.reserve(str(k), None)
+    owners = {oid: str(k) for k, spec in declared.items() if isinstance(spec, dict)
+              for oid in [_policy_origin_id(spec)] if oid is not None}
+    wrapped_as: dict[str, list[tuple[tuple[str, str, str, str], str, str]]] = {}  # key -> (oid, ident, label)
     for f in found.files:
         for entry in (f.view.entries if f.view else []):
+            oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
+            shown = f"{f.descriptor.display_name}'s {display_name(entry.name)}"
             if entry.kind == "stdio" and is_ours(entry.command, entry.args):
                 k = ours_server(entry.args)
                 inner = proxy_args(entry.args)
                 if k:
-                    keys.reserve(k, _fp(*inner) if inner else None)
+                    ident = _ident(entry, *inner) if inner else None
+                    keys.reserve(k, _fp(*inner) if inner else None, ident)
+                    if ident is not None:
+                        wrapped_as.setdefault(k, []).append((oid, ident, shown))
+                    if inner and owners.get(oid) == k:
+                        keys.own(k, oid, _fp(*inner), ident)
+            elif oid in owners and entry.kind in ("stdio", "remote"):
+                cmd, args = ((entry.command or "", entry.args) if entry.kind == "stdio"
+                             else ("remote", [str(entry.value.get("url") if isinstance(entry.value, dict) else "")]))
+                keys.own(owners[oid], oid, _fp(cmd, args), _ident(entry, cmd, args))
+    warnings.extend(_shared_key_warnings(wrapped_as))
 
     plans: list[FilePlan] = []
     covers: list[_Cover] = []
@@ -586,8 +669,9 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             report(fp, entry, "remote" if action in ("oauth", "uncovered") else action, reason)
             return
         url = entry.value.get("url") if isinstance(entry.value, dict) else ""
-        k = keys.assign(entry.name, _fp("remote", [str(url)]), desc.id, "project" if shadow else entry.scope,
-                        known.get(_origin_id(desc.id, f.location.path, entry.name, entry.project)))
+        oid = _origin_id(desc.id, f.location.path, entry.name, entry.project)
+        k = keys.assign(entry.name, _fp("remote", [str(url)]), _ident(entry, "remote", [str(url)]), oid, desc.id,
+                        "project" if shadow else entry.scope, known.get(oid))
         try:
             wrap = remote_wrap(desc, entry, k)
         except UsageError as exc:
@@ -645,8 +729,9 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             if action != "wrap":
                 report(fp, entry, action, reason)
                 continue
-            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, entry.scope,
-                            known.get(_origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)))
+            oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), _ident(entry, entry.command or "", entry.args),
+                            oid, f.descriptor.id, entry.scope, known.get(oid))
             prefix = (proxy, "proxy", "--server", k, "--")
             fp.changes.append(Wrap(entry.locator, prefix))
             fp.pending.append({"client": f.descriptor.id, "file": str(f.location.path), "target": str(f.target),
@@ -724,8 +809,9 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             if why:
                 report(fp, entry, "uncovered", why)
                 continue
-            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), f.descriptor.id, "project",
-                            known.get(_origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)))
+            oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), _ident(entry, entry.command or "", entry.args),
+                            oid, f.descriptor.id, "project", known.get(oid))
             prefix = (proxy, "proxy", "--server", k, "--")
             hp = file_plan(holder)
             hp.changes.append(AddShadow(("projects", pkey, "mcpServers"), entry.name,
@@ -736,6 +822,11 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                                "fingerprint": _fp(entry.command or "", entry.args)})
             report(fp, entry, "shadow", f"covered by a local-scope entry in {holder.location.path}", k)
             covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), entry.command or "", entry.args))
+
+    for oid, old, new in keys.rekeyed:
+        warnings.append(f"{get_descriptor(oid[0]).display_name}'s {display_name(oid[2])} is given the policy key `{new}`, not `{old}`: `{old}` "
+                        f"belongs to another entry, which starts a different server (its env, working directory "
+                        f"or command line differ), and one key must name one server for undo")
 
     # 3. render and verify each changed file
     restart: list[str] = []

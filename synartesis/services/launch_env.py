@@ -24,7 +24,7 @@ from synartesis.clients.entries import entry_env as _client_env
 from synartesis.clients.locations import ConfigLocation, project_locations, user_locations
 from synartesis.paths import Env
 
-__all__ = ["entry_env", "entry_env_of", "entry_launch", "ClientEntries"]
+__all__ = ["entry_env", "entry_env_of", "entry_launch", "entries_wrapped_as", "ClientEntries"]
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -32,6 +32,13 @@ def _same(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
     except OSError:
         return a == b
+
+
+def _real(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return str(path)
 
 
 def _entry(origin: Mapping[str, Any], env: Env):
@@ -101,6 +108,42 @@ def entry_launch(origin: Mapping[str, Any] | None, env: Env | None = None,
     return None
 
 
+def entries_wrapped_as(server: str, origin: Mapping[str, Any] | None = None,
+                       env: Env | None = None) -> list[tuple[str, tuple[str, list[str]] | None, dict[str, str]]]:
+    """Every client entry that starts the policy key ``server``: ``origin`` (the policy's) and the
+    entries install wrapped with ``--server server`` that still are. Two of them that start
+    different servers (an install made before keys told them apart) make a run of ``server``
+    impossible to place, which undo must not guess (:func:`synartesis.undo.launch.launch_specs`).
+
+    Returns:
+        ``[(label, (command, args) or None, env)]``, one per distinct entry that can be read:
+        ``label`` is "Client's name" (no values), ``env`` the entry's own keys expanded as that
+        client does (:func:`entry_env_of`).
+    """
+    from synartesis.clients.entries import display_name, is_ours, ours_server, proxy_args
+    env = env or Env.current()
+    out = []
+    seen = set()
+    for o in ([dict(origin)] if origin else []) + _installed_origins(server, env):
+        desc, entry = _entry(o, env)
+        if desc is None or entry is None:
+            continue
+        where = (desc.id, _real(Path(str(o.get("file", "")))), entry.name, entry.project)
+        if where in seen:
+            continue
+        seen.add(where)
+        argv: tuple[str, list[str]] | None = None
+        if entry.command is not None:
+            if is_ours(entry.command, entry.args):
+                if ours_server(entry.args) not in (None, server):
+                    continue
+                argv = proxy_args(entry.args)
+            else:
+                argv = (entry.command, list(entry.args))
+        out.append((f"{desc.display_name}'s {display_name(entry.name)}", argv, entry_env_of(o, env) or {}))
+    return out
+
+
 def entry_env_of(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, str] | None:
     """The ``env`` of the client entry ``origin`` names (``{client, file, scope, entry, project?}``),
     expanded as that client would; only the entry's own keys, not the whole environment.
@@ -140,8 +183,8 @@ def _as_wrapped_remote(desc: Any, entry: Any, value: dict) -> dict:
 
 class ClientEntries:
     """The reader undo and ``show --live`` get: ``reader(origin)`` is :func:`entry_env`,
-    ``reader.launch(origin, server)`` is :func:`entry_launch` (see
-    :func:`synartesis.undo.launch.launch_specs`)."""
+    ``reader.launch(origin, server)`` is :func:`entry_launch`, ``reader.wrapped_as(server, origin)``
+    is :func:`entries_wrapped_as` (see :func:`synartesis.undo.launch.launch_specs`)."""
 
     def __init__(self, env: Env | None = None) -> None:
         self.env = env
@@ -152,6 +195,10 @@ class ClientEntries:
     def launch(self, origin: Mapping[str, Any] | None, server: str | None = None) -> tuple[str, list[str]] | None:
         """The client entry's own command line (secrets included), or None."""
         return entry_launch(origin, self.env, server)
+
+    def wrapped_as(self, server: str, origin: Mapping[str, Any] | None = None) -> list[tuple[str, Any, dict[str, str]]]:
+        """The client entries that start ``server`` (:func:`entries_wrapped_as`)."""
+        return entries_wrapped_as(server, origin, self.env)
 
 
 #: The shared reader (callable like :func:`entry_env_of`; also has ``.launch``).

@@ -88,6 +88,26 @@ def _entry_env(origin: dict | None, reader: EntryEnv | None) -> dict[str, str] |
         return None
 
 
+def _shared(name: str, origin: Mapping[str, Any] | None, reader: Any) -> tuple[list[str], bool, list[str]] | None:
+    """When several client entries start ``name`` and they differ: (their labels, whether their
+    command lines differ, the env names whose values differ); else None."""
+    wrapped_as = getattr(reader, "wrapped_as", None)
+    if wrapped_as is None:
+        return None
+    try:
+        entries = wrapped_as(name, origin)
+    except Exception:  # an unreadable client config is not a reason to stop: origin alone decides
+        return None
+    if len(entries) < 2:
+        return None
+    argvs = {"\0".join([argv[0], *argv[1]]) for _, argv, _ in entries if argv is not None}
+    names = sorted({k for _, _, e in entries for k in e})
+    disputed = [k for k in names if len({e.get(k) for _, _, e in entries}) > 1]
+    if len(argvs) < 2 and not disputed:
+        return None
+    return [label for label, _, _ in entries], len(argvs) > 1, disputed
+
+
 def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy | None,
                  environ: Mapping[str, str] | None = None,
                  entry_env: EntryEnv | None = None) -> tuple[dict[str, LaunchSpec], list[str]]:
@@ -128,6 +148,27 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
             command, args = real
         env = dict(environ)
         entry = _entry_env(pspec.origin if pspec else None, entry_env) or {}
+        shared = _shared(name, pspec.origin if pspec else None, entry_env)
+        if shared is not None:
+            labels, argv_differs, disputed = shared
+            both = (f"{', '.join(labels[:-1])} and {labels[-1]} are {'both' if len(labels) == 2 else 'all'} "
+                    f"wrapped as `{name}` but start different servers")
+            fix = "`synartesis uninstall` then `synartesis install` gives each entry its own key"
+            if argv_differs:
+                problems.append(f"{name}: {both} (their command lines differ), so undo cannot tell which one this "
+                                f"run's writes went through; not started. {fix[0].upper()}{fix[1:]} for later runs")
+                continue
+            unset_here = [k for k in disputed if k not in environ]
+            if unset_here:
+                problems.append(f"{name}: {both} (they give {', '.join(disputed)} different values), so undo cannot "
+                                f"tell which data this run changed; not started. Set {', '.join(unset_here)} the way "
+                                f"the entry this run came from sets it (`{unset_here[0]}=… synartesis undo …`) and "
+                                f"retry; {fix} for later runs")
+                continue
+            for k in disputed:
+                entry.pop(k, None)
+            warnings.append(f"{name}: {both} (they give {', '.join(disputed)} different values); using this "
+                            "shell's value")
         env.update(entry)  # the client entry's env, expanded as that client does: it wins
         unset: set[str] = set()  # policy references that expanded to nothing here
         if pspec is not None:
