@@ -25,6 +25,7 @@ __all__ = [
     "entry_env",
     "has_surrogate",
     "display_name",
+    "entry_label",
     "SURROGATE_DETAIL",
 ]
 
@@ -112,6 +113,18 @@ def display_name(name: str) -> str:
         return str(name)
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
                             if not _SURROGATE.match(m.group()) else f"\\u{ord(m.group()):04x}", name)
+
+
+def entry_label(client: str, entry: ServerEntry) -> str:
+    """An entry as a message names it, no values: "Codex's memory", "Claude Code's memory (local
+    scope, project /p)", "Claude Code's memory (project file of /p)". ``client`` is the client's
+    display name."""
+    label = f"{client}'s {display_name(entry.name)}"
+    if entry.project and entry.scope == "project":
+        return f"{label} (project file of {display_name(str(entry.project))})"
+    if entry.project:
+        return f"{label} ({entry.scope} scope, project {display_name(str(entry.project))})"
+    return label
 
 
 def classify(value: Any, fmt: str) -> tuple[str, str]:

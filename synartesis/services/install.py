@@ -38,8 +38,8 @@ from synartesis.clients.adapters import (AddShadow, Change, JsonAdapter, WrapRem
 from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
 from synartesis.clients.discover import FoundFile, discover, read_location
 from synartesis.clients.locations import ConfigLocation
-from synartesis.clients.entries import (ServerEntry, display_name, entry_env, expand, foreign_wrapper, is_ours,
-                                        ours_server, proxy_args, value_sha)
+from synartesis.clients.entries import (ServerEntry, display_name, entry_env, entry_label, expand, foreign_wrapper,
+                                        is_ours, ours_server, proxy_args, value_sha)
 from synartesis.clients.managed import ManagedPolicy, load_managed
 from synartesis.errors import ConflictError, PolicyError, SynartesisError, UsageError
 from synartesis.paths import backups_dir, POLICY_FILENAME, Env, synartesis_home
@@ -329,16 +329,18 @@ def _policy_origin_id(spec: Mapping[str, Any]) -> tuple[str, str, str, str] | No
 
 def _shared_key_warnings(wrapped_as: Mapping[str, list[tuple[Any, str, str]]]) -> list[str]:
     """One warning per policy key that wraps entries starting different servers (an install made
-    before keys told them apart): undo cannot tell their runs apart."""
+    before keys told them apart, or a copy gone stale): undo cannot tell their runs apart."""
     out = []
     for key, seen in sorted(wrapped_as.items()):
         if len({ident for _, ident, _ in seen}) > 1:
-            names = " and ".join(label for _, _, label in seen)
-            out.append(f"{names} are both wrapped as `{key}` but start different servers (their env, working "
-                       f"directory or command line differ), so undo cannot tell their runs apart and refuses "
-                       f"them; undo what you need from those runs first (setting the variables they disagree "
-                       f"on, as the undo message says), then run `synartesis uninstall` then "
-                       f"`synartesis install` to give each its own key")
+            labels = [label for _, _, label in seen]
+            names = ", ".join(labels[:-1]) + " and " + labels[-1]
+            out.append(f"{names} are {'both' if len(labels) == 2 else 'all'} wrapped as `{key}` but start "
+                       f"different servers (their env, working directory or command line differ), so undo "
+                       f"cannot tell their runs apart and refuses them. Undo what you need from those runs "
+                       f"first (setting the variables they disagree on, as the undo message says): "
+                       f"`synartesis uninstall` ends that refusal, and `synartesis install` after it gives "
+                       f"each its own key")
     return out
 
 
@@ -357,13 +359,22 @@ _IDENT_KEYS = ("env", "env_vars", "envFile", "cwd", "headers", "http_headers", "
                "bearer_token_env_var", "url")
 
 
-def _ident(entry: ServerEntry, command: str, args: Sequence[str]) -> str:
+def _ident(entry: ServerEntry, command: str, args: Sequence[str], desc: ClientDescriptor, env: Env) -> str:
     """Which server an entry starts, for deciding whether two entries may share a policy key: the
-    real command line (secrets included) and the :data:`_IDENT_KEYS` of the entry. A digest kept
-    in memory for one plan only, never stored (it is derived from secrets)."""
+    command line, ``env`` and ``cwd`` expanded the way ``desc``'s client expands them (Claude Code
+    expands ``${MEMDIR}``, Codex does not, so the same text can open two files), and the other
+    :data:`_IDENT_KEYS` as written. A digest kept in memory for one plan only, never stored (it is
+    derived from secrets)."""
+    style, home = desc.expansion, str(env.home)
     value = entry.value if isinstance(entry.value, dict) else {}
-    extra = {k: value[k] for k in _IDENT_KEYS if k in value}
-    text = json.dumps({"argv": [str(command), *map(str, args)], **extra}, sort_keys=True, default=str)
+    extra: dict[str, Any] = {k: value[k] for k in _IDENT_KEYS if k in value}
+    if isinstance(value.get("env"), dict):
+        full = entry_env(value, style, env.environ, home)
+        extra["env"] = {str(k): full.get(str(k), value["env"][k]) for k in value["env"]}
+    if isinstance(value.get("cwd"), str):
+        extra["cwd"] = expand(value["cwd"], style, env.environ, home)
+    argv = [expand(str(a), style, env.environ, home) for a in [command, *args]]
+    text = json.dumps({"argv": argv, **extra}, sort_keys=True, default=str)
     return sha256_hex(text.encode("utf-8", "surrogatepass"))
 
 
@@ -593,12 +604,12 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     for f in found.files:
         for entry in (f.view.entries if f.view else []):
             oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
-            shown = f"{f.descriptor.display_name}'s {display_name(entry.name)}"
+            shown = entry_label(f.descriptor.display_name, entry)
             if entry.kind == "stdio" and is_ours(entry.command, entry.args):
                 k = ours_server(entry.args)
                 inner = proxy_args(entry.args)
                 if k:
-                    ident = _ident(entry, *inner) if inner else None
+                    ident = _ident(entry, *inner, f.descriptor, env) if inner else None
                     keys.reserve(k, _fp(*inner) if inner else None, ident)
                     if ident is not None:
                         wrapped_as.setdefault(k, []).append((oid, ident, shown))
@@ -607,7 +618,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             elif oid in owners and entry.kind in ("stdio", "remote"):
                 cmd, args = ((entry.command or "", entry.args) if entry.kind == "stdio"
                              else ("remote", [str(entry.value.get("url") if isinstance(entry.value, dict) else "")]))
-                keys.own(owners[oid], oid, _fp(cmd, args), _ident(entry, cmd, args))
+                keys.own(owners[oid], oid, _fp(cmd, args), _ident(entry, cmd, args, f.descriptor, env))
     warnings.extend(_shared_key_warnings(wrapped_as))
 
     plans: list[FilePlan] = []
@@ -670,7 +681,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             return
         url = entry.value.get("url") if isinstance(entry.value, dict) else ""
         oid = _origin_id(desc.id, f.location.path, entry.name, entry.project)
-        k = keys.assign(entry.name, _fp("remote", [str(url)]), _ident(entry, "remote", [str(url)]), oid, desc.id,
+        k = keys.assign(entry.name, _fp("remote", [str(url)]), _ident(entry, "remote", [str(url)], desc, env), oid, desc.id,
                         "project" if shadow else entry.scope, known.get(oid))
         try:
             wrap = remote_wrap(desc, entry, k)
@@ -730,7 +741,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                 report(fp, entry, action, reason)
                 continue
             oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
-            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), _ident(entry, entry.command or "", entry.args),
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), _ident(entry, entry.command or "", entry.args, f.descriptor, env),
                             oid, f.descriptor.id, entry.scope, known.get(oid))
             prefix = (proxy, "proxy", "--server", k, "--")
             fp.changes.append(Wrap(entry.locator, prefix))
@@ -810,7 +821,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                 report(fp, entry, "uncovered", why)
                 continue
             oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
-            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), _ident(entry, entry.command or "", entry.args),
+            k = keys.assign(entry.name, _fp(entry.command or "", entry.args), _ident(entry, entry.command or "", entry.args, f.descriptor, env),
                             oid, f.descriptor.id, "project", known.get(oid))
             prefix = (proxy, "proxy", "--server", k, "--")
             hp = file_plan(holder)

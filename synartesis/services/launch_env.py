@@ -15,6 +15,7 @@ returns the entry's command line (:func:`entry_launch`).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -24,7 +25,7 @@ from synartesis.clients.entries import entry_env as _client_env
 from synartesis.clients.locations import ConfigLocation, project_locations, user_locations
 from synartesis.paths import Env
 
-__all__ = ["entry_env", "entry_env_of", "entry_launch", "entries_wrapped_as", "ClientEntries"]
+__all__ = ["entry_env", "entry_env_of", "entry_launch", "entries_wrapped_as", "WrappedAs", "ClientEntries"]
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -57,20 +58,27 @@ def _entry(origin: Mapping[str, Any], env: Env):
         found = read_location(desc, loc)
         if found.view is None:
             return desc, None
+        # the entry of that scope: a user-scope `memory` and a local-scope one in the same file
+        # are two servers with their own env (adversarial review 8)
         for entry in found.view.entries:
-            if entry.name == origin.get("entry") and (not project or entry.project in (project, None)):
+            if entry.name == origin.get("entry") and (entry.project or None) == (project or None):
                 return desc, entry
+        if project:
+            for entry in found.view.entries:  # a project file whose entries carry no project
+                if entry.name == origin.get("entry") and entry.project is None and entry.scope == "project":
+                    return desc, entry
     return desc, None
 
 
-def _installed_origins(server: str, env: Env) -> list[dict[str, Any]]:
-    """Origins of the entries install wrapped with ``--server server`` (from installed.json)."""
+def _installed_origins(server: str, env: Env, strict: bool = False) -> list[dict[str, Any]] | None:
+    """Origins of the entries install wrapped with ``--server server`` (from installed.json);
+    with ``strict``, None when the install record cannot be read."""
     from synartesis.services.install_state import load_state
 
     try:
         state = load_state(env)
     except Exception:  # a damaged record must not stop an undo; the origin is only a fallback
-        return []
+        return None if strict else []
     return [{"client": e.get("client"), "file": e.get("file"), "entry": e.get("name"), "project": e.get("project")}
             for e in state.entries if e.get("policy_key") == server]
 
@@ -92,7 +100,7 @@ def entry_launch(origin: Mapping[str, Any] | None, env: Env | None = None,
     env = env or Env.current()
     candidates = [dict(origin)] if origin else []
     if server:
-        candidates += _installed_origins(server, env)
+        candidates += _installed_origins(server, env) or []
     for o in candidates:
         _, entry = _entry(o, env)
         if entry is None or entry.command is None:
@@ -108,25 +116,47 @@ def entry_launch(origin: Mapping[str, Any] | None, env: Env | None = None,
     return None
 
 
-def entries_wrapped_as(server: str, origin: Mapping[str, Any] | None = None,
-                       env: Env | None = None) -> list[tuple[str, tuple[str, list[str]] | None, dict[str, str]]]:
+@dataclass
+class WrappedAs:
+    """The client entries that start one policy key (:func:`entries_wrapped_as`).
+
+    Attributes:
+        entries: ``[(label, (command, args) or None, env)]``, one per distinct entry read:
+            ``label`` names it without values (:func:`~synartesis.clients.entries.entry_label`),
+            ``env`` is the entry's own keys expanded as its client does.
+        unreadable: labels (with why) of entries the install record names that cannot be read.
+        record_ok: False when the install record itself cannot be read.
+    """
+
+    entries: list[tuple[str, tuple[str, list[str]] | None, dict[str, str]]] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    record_ok: bool = True
+
+
+def entries_wrapped_as(server: str, origin: Mapping[str, Any] | None = None, env: Env | None = None) -> WrappedAs:
     """Every client entry that starts the policy key ``server``: ``origin`` (the policy's) and the
-    entries install wrapped with ``--server server`` that still are. Two of them that start
-    different servers (an install made before keys told them apart) make a run of ``server``
-    impossible to place, which undo must not guess (:func:`synartesis.undo.launch.launch_specs`).
+    entries install wrapped with ``--server server``. Two of them that start different servers (an
+    install made before keys told them apart) make a run of ``server`` impossible to place, which
+    undo must not guess (:func:`synartesis.undo.launch.launch_specs`); nor may it guess when one
+    of them cannot be read.
 
     Returns:
-        ``[(label, (command, args) or None, env)]``, one per distinct entry that can be read:
-        ``label`` is "Client's name" (no values), ``env`` the entry's own keys expanded as that
-        client does (:func:`entry_env_of`).
+        A :class:`WrappedAs`.
     """
-    from synartesis.clients.entries import display_name, is_ours, ours_server, proxy_args
+    from synartesis.clients.entries import display_name, entry_label, is_ours, ours_server, proxy_args
     env = env or Env.current()
-    out = []
+    out = WrappedAs()
     seen = set()
-    for o in ([dict(origin)] if origin else []) + _installed_origins(server, env):
+    recorded = _installed_origins(server, env, strict=True)
+    if recorded is None:
+        out.record_ok, recorded = False, []
+    for n, o in enumerate(([dict(origin)] if origin else []) + recorded):
         desc, entry = _entry(o, env)
         if desc is None or entry is None:
+            if n or not origin:  # the policy's own origin gone is undo's usual fallback, not a dispute
+                why = "its client file cannot be read" if desc is not None and not _readable(o, env) else "it is gone"
+                client = desc.display_name if desc is not None else display_name(str(o.get("client")))
+                out.unreadable.append(f"{client}'s {display_name(str(o.get('entry')))} ({why})")
             continue
         where = (desc.id, _real(Path(str(o.get("file", "")))), entry.name, entry.project)
         if where in seen:
@@ -140,8 +170,24 @@ def entries_wrapped_as(server: str, origin: Mapping[str, Any] | None = None,
                 argv = proxy_args(entry.args)
             else:
                 argv = (entry.command, list(entry.args))
-        out.append((f"{desc.display_name}'s {display_name(entry.name)}", argv, entry_env_of(o, env) or {}))
+        out.entries.append((entry_label(desc.display_name, entry), argv, entry_env_of(o, env) or {}))
     return out
+
+
+def _readable(origin: Mapping[str, Any], env: Env) -> bool:
+    """Whether the client file ``origin`` names parses (its entry may still be gone)."""
+    try:
+        desc = get_descriptor(str(origin.get("client")))
+    except Exception:
+        return False
+    path = Path(str(origin.get("file", "")))
+    locations = list(user_locations(desc, env)[0])
+    if origin.get("project"):
+        locations += project_locations(desc, env, [(str(origin["project"]), Path(str(origin["project"])))])
+    for loc in locations:
+        if _same(loc.path, path):
+            return read_location(desc, loc).view is not None
+    return False
 
 
 def entry_env_of(origin: Mapping[str, Any], env: Env | None = None) -> dict[str, str] | None:
@@ -196,7 +242,7 @@ class ClientEntries:
         """The client entry's own command line (secrets included), or None."""
         return entry_launch(origin, self.env, server)
 
-    def wrapped_as(self, server: str, origin: Mapping[str, Any] | None = None) -> list[tuple[str, Any, dict[str, str]]]:
+    def wrapped_as(self, server: str, origin: Mapping[str, Any] | None = None) -> WrappedAs:
         """The client entries that start ``server`` (:func:`entries_wrapped_as`)."""
         return entries_wrapped_as(server, origin, self.env)
 

@@ -128,10 +128,12 @@ def _introspect_spec(spec, environ: Mapping[str, str], timeout: float, policy=No
             from synartesis.services.launch_env import entry_env
             from synartesis.undo.launch import launch_specs
 
-            launch, _problems = launch_specs({spec.name}, {}, policy, environ, entry_env=entry_env)
+            launch, problems = launch_specs({spec.name}, {}, policy, environ, entry_env=entry_env)
             if spec.name in launch:
                 env = launch[spec.name].env
                 cwd = launch[spec.name].cwd
+            elif problems:  # e.g. two client entries start it with other env: not one server to check
+                raise UpstreamError("; ".join(problems))
         except ImportError:  # pragma: no cover - undo not installed
             pass
     # the client entry's env can give what this shell does not (as undo takes it): a variable set

@@ -88,24 +88,76 @@ def _entry_env(origin: dict | None, reader: EntryEnv | None) -> dict[str, str] |
         return None
 
 
-def _shared(name: str, origin: Mapping[str, Any] | None, reader: Any) -> tuple[list[str], bool, list[str]] | None:
-    """When several client entries start ``name`` and they differ: (their labels, whether their
-    command lines differ, the env names whose values differ); else None."""
+@dataclass
+class _Shared:
+    labels: list[str]
+    argv_differs: bool
+    disputed: list[str]           # env names whose values differ between the entries
+    values: dict[str, set]        # name -> the values the entries give it (None: not set)
+    unreadable: list[str]
+    record_ok: bool
+
+
+def _shared(name: str, origin: Mapping[str, Any] | None, reader: Any) -> _Shared | None:
+    """The client entries that start ``name``, when undo must look at them: several that differ,
+    one the install record names that cannot be read, or no readable record; else None."""
     wrapped_as = getattr(reader, "wrapped_as", None)
     if wrapped_as is None:
         return None
     try:
-        entries = wrapped_as(name, origin)
+        found = wrapped_as(name, origin)
     except Exception:  # an unreadable client config is not a reason to stop: origin alone decides
         return None
-    if len(entries) < 2:
-        return None
+    entries = found.entries
     argvs = {"\0".join([argv[0], *argv[1]]) for _, argv, _ in entries if argv is not None}
     names = sorted({k for _, _, e in entries for k in e})
-    disputed = [k for k in names if len({e.get(k) for _, _, e in entries}) > 1]
-    if len(argvs) < 2 and not disputed:
+    values = {k: {e.get(k) for _, _, e in entries} for k in names}
+    disputed = [k for k in names if len(values[k]) > 1]
+    if len(argvs) < 2 and not disputed and not found.unreadable and found.record_ok:
         return None
-    return [label for label, _, _ in entries], len(argvs) > 1, disputed
+    return _Shared([label for label, _, _ in entries], len(argvs) > 1, disputed, values,
+                   list(found.unreadable), found.record_ok)
+
+
+def _both(name: str, labels: list[str]) -> str:
+    if len(labels) < 2:
+        return f"{''.join(labels) or 'its entry'} starts `{name}`"
+    return (f"{', '.join(labels[:-1])} and {labels[-1]} are {'both' if len(labels) == 2 else 'all'} wrapped as "
+            f"`{name}` but start different servers")
+
+
+_FIX = ("`synartesis uninstall` then `synartesis install` rewrites the entries from the client files, each "
+        "distinct server with its own key, for later runs")
+
+
+def _dispute(name: str, shared: _Shared, environ: Mapping[str, str], entry: dict[str, str]) -> str | None:
+    """Why ``name`` is not started because its entries disagree (a problem), or None; takes the
+    disputed variables out of ``entry`` when this shell gives each one of the entries' values.
+    Rule: adversarial review 8 (an old install gave two clients' memory one key; undo acted on
+    the other client's graph)."""
+    from synartesis.clients.entries import display_name
+    from synartesis.redact import is_secret_name
+
+    if shared.unreadable:
+        return (f"{name}: {' and '.join(shared.unreadable)} is also wrapped as `{name}` (says the install record) "
+                "and cannot be read, so which entry this run came from cannot be told; not started. Fix that "
+                "client file, or if you removed that entry run `synartesis install` (it forgets entries that are "
+                "gone), and retry")
+    if shared.argv_differs:
+        return (f"{name}: {_both(name, shared.labels)} (their command lines differ), so which one this run's "
+                f"writes went through cannot be told; not started. {_FIX[0].upper()}{_FIX[1:]}")
+    shown = [display_name(k) for k in shared.disputed]
+    asked = [k for k in shared.disputed if not is_secret_name(k) and not k.startswith("SYNARTESIS_")]
+    wrong = [k for k in shared.disputed if environ.get(k) not in shared.values[k] or k not in environ]
+    if wrong:
+        how = (f" Set {', '.join(display_name(k) for k in asked)} the way the entry this run came from sets it "
+               f"(`{display_name(asked[0])}=… synartesis …`; it must be one of the entries' values) and retry; "
+               if asked and len(asked) == len(shared.disputed) else " ")
+        return (f"{name}: {_both(name, shared.labels)} (they give {', '.join(shown)} different values), so "
+                f"which one's data this run changed cannot be told; not started.{how}{_FIX}")
+    for k in shared.disputed:
+        entry.pop(k, None)
+    return None
 
 
 def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy | None,
@@ -150,25 +202,16 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
         entry = _entry_env(pspec.origin if pspec else None, entry_env) or {}
         shared = _shared(name, pspec.origin if pspec else None, entry_env)
         if shared is not None:
-            labels, argv_differs, disputed = shared
-            both = (f"{', '.join(labels[:-1])} and {labels[-1]} are {'both' if len(labels) == 2 else 'all'} "
-                    f"wrapped as `{name}` but start different servers")
-            fix = "`synartesis uninstall` then `synartesis install` gives each entry its own key"
-            if argv_differs:
-                problems.append(f"{name}: {both} (their command lines differ), so undo cannot tell which one this "
-                                f"run's writes went through; not started. {fix[0].upper()}{fix[1:]} for later runs")
+            why = _dispute(name, shared, environ, entry)
+            if why is not None:
+                problems.append(why)
                 continue
-            unset_here = [k for k in disputed if k not in environ]
-            if unset_here:
-                problems.append(f"{name}: {both} (they give {', '.join(disputed)} different values), so undo cannot "
-                                f"tell which data this run changed; not started. Set {', '.join(unset_here)} the way "
-                                f"the entry this run came from sets it (`{unset_here[0]}=… synartesis undo …`) and "
-                                f"retry; {fix} for later runs")
-                continue
-            for k in disputed:
-                entry.pop(k, None)
-            warnings.append(f"{name}: {both} (they give {', '.join(disputed)} different values); using this "
-                            "shell's value")
+            if shared.disputed:
+                warnings.append(f"{name}: {_both(name, shared.labels)} (they give {', '.join(shared.disputed)} "
+                                "different values); using this shell's, which is one of them")
+            if not shared.record_ok:
+                warnings.append(f"{name}: the install record cannot be read, so whether other client entries "
+                                "also start it (with other env) is not checked")
         env.update(entry)  # the client entry's env, expanded as that client does: it wins
         unset: set[str] = set()  # policy references that expanded to nothing here
         if pspec is not None:

@@ -93,9 +93,11 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
                 items.append(LiveItem(a.seq, a.id, a.qualified, "unchecked",
                                       "no read was recorded for this write, so it cannot be checked", run=a.run_id, where=where(a)))
                 continue
-            obs = (servers.read(a.run_id, verify, timeout=read_timeout, max_bytes=64 * 1024 * 1024)).observation()
+            outcome = servers.read(a.run_id, verify, timeout=read_timeout, max_bytes=64 * 1024 * 1024)
+            obs = outcome.observation()
             if obs is None:
-                items.append(LiveItem(a.seq, a.id, a.qualified, "unreadable", "the read failed", run=a.run_id, where=where(a)))
+                items.append(LiveItem(a.seq, a.id, a.qualified, "unreadable", getattr(outcome, "reason", None)
+                                      or "the read failed", run=a.run_id, where=where(a)))
                 continue
             prior = prior_state(a, j.get_json(a.snapshot_ref) if a.prior == "captured" else None)
             if canonical(obs) == canonical(post) and a.status != "rolled_back":

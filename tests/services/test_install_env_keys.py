@@ -87,14 +87,14 @@ def test_an_install_that_shared_one_key_is_repaired_by_uninstall_and_install(fak
     place(fake_home, "codex", _codex({"MEMORY_FILE_PATH": "/data/codex.jsonl"}))
     env = make_env(fake_home)
     with monkeypatch.context() as old:  # the install of an earlier version: the command line alone
-        old.setattr(install_mod, "_ident", lambda entry, command, args: install_mod._fp(command, args))
+        old.setattr(install_mod, "_ident", lambda entry, command, args, *_: install_mod._fp(command, args))
         plan, _ = install(env, tmp_path)
     assert set(keys(plan).values()) == {"memory"}
 
     again, _ = install(env, tmp_path)
     (warning,) = [w for w in again.warnings if "both wrapped as `memory`" in w]
     assert "Claude Code's memory" in warning and "Codex's memory" in warning
-    assert "synartesis uninstall` then `synartesis install" in warning and "/data/" not in warning
+    assert "`synartesis uninstall` ends that refusal" in warning and "/data/" not in warning
 
     uninstall(env)
     fixed, _ = install(env, tmp_path)
@@ -113,7 +113,7 @@ def test_an_entry_that_held_a_shared_key_and_lost_its_wrap_is_given_its_own(fake
     codex = place(fake_home, "codex", original)
     env = make_env(fake_home)
     with monkeypatch.context() as old:
-        old.setattr(install_mod, "_ident", lambda entry, command, args: install_mod._fp(command, args))
+        old.setattr(install_mod, "_ident", lambda entry, command, args, *_: install_mod._fp(command, args))
         install(env, tmp_path)
     codex.write_text(original)
 
@@ -121,3 +121,68 @@ def test_an_entry_that_held_a_shared_key_and_lost_its_wrap_is_given_its_own(fake
     assert result.ok and keys(plan) == {"claude-code:memory": "memory", "codex:memory": "memory-codex"}
     (warning,) = [w for w in plan.warnings if "is given the policy key" in w]
     assert warning.startswith("Codex's memory is given the policy key `memory-codex`, not `memory`")
+
+
+def test_the_same_env_text_expanded_differently_by_two_clients_is_two_servers(fake_home, tmp_path, monkeypatch):
+    """Claude Code expands ${MEMDIR}; Codex passes it as written: two files (adversarial review 8)."""
+    monkeypatch.setenv("MEMDIR", "/data")
+    place(fake_home, "claude-code", _claude({"MEMORY_FILE_PATH": "${MEMDIR}/m.jsonl"}))
+    place(fake_home, "codex", _codex({"MEMORY_FILE_PATH": "${MEMDIR}/m.jsonl"}))
+    plan, _ = install(make_env(fake_home), tmp_path)
+    assert keys(plan) == {"claude-code:memory": "memory", "codex:memory": "memory-codex"}
+
+
+def test_a_user_scope_and_a_local_scope_entry_of_one_name_are_told_apart(fake_home, tmp_path):
+    from synartesis.services.launch_env import entry_env_of
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    place(fake_home, "claude-code", json.dumps({
+        "mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:], "env": {"MEMORY_FILE_PATH": "/data/user.jsonl"}}},
+        "projects": {str(proj): {"mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:],
+                                                             "env": {"MEMORY_FILE_PATH": "/data/local.jsonl"}}}}}}))
+    env = make_env(fake_home)
+    plan, _ = install(env, tmp_path)
+    assert sorted(e.policy_key for e in plan.entries) == ["memory", "memory-claude-code"]
+    servers = yaml.safe_load((fake_home / ".synartesis" / "synartesis.yaml").read_text())["servers"]
+    assert entry_env_of(servers["memory"]["origin"], env) == {"MEMORY_FILE_PATH": "/data/user.jsonl"}
+    assert entry_env_of(servers["memory-claude-code"]["origin"], env) == {"MEMORY_FILE_PATH": "/data/local.jsonl"}
+
+
+def test_an_old_shared_key_between_scopes_names_each_entry_by_its_scope(fake_home, tmp_path, monkeypatch):
+    import synartesis.services.install as install_mod
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    place(fake_home, "claude-code", json.dumps({
+        "mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:], "env": {"MEMORY_FILE_PATH": "/data/user.jsonl"}}},
+        "projects": {str(proj): {"mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:],
+                                                             "env": {"MEMORY_FILE_PATH": "/data/local.jsonl"}}}}}}))
+    env = make_env(fake_home)
+    with monkeypatch.context() as old:
+        old.setattr(install_mod, "_ident", lambda entry, command, args, *_: install_mod._fp(command, args))
+        install(env, tmp_path)
+    again, _ = install(env, tmp_path)
+    (warning,) = [w for w in again.warnings if "both wrapped as `memory`" in w]
+    assert warning.startswith(f"Claude Code's memory and Claude Code's memory (local scope, project {proj}) are both")
+
+
+def test_check_says_why_it_cannot_start_a_key_whose_entries_disagree(fake_home, tmp_path, monkeypatch, memory_server):
+    """check used to start it with the disputed variable empty and say undo would do the same."""
+    import synartesis.services.install as install_mod
+    from installkit import cli
+
+    monkeypatch.delenv("MEMORY_FILE_PATH", raising=False)
+    for client, graph in (("claude-code", "claude"), ("cursor", "cursor")):
+        place(fake_home, client, json.dumps({"mcpServers": {"memory": {
+            "command": memory_server[0], "args": memory_server[1:],
+            "env": {"MEMORY_FILE_PATH": str(tmp_path / f"{graph}.jsonl")}}}}))
+    env = make_env(fake_home)
+    with monkeypatch.context() as old:
+        old.setattr(install_mod, "_ident", lambda entry, command, args, *_: install_mod._fp(command, args))
+        install(env, tmp_path)
+    res = cli(tmp_path, "check", "--server", "memory")
+    said = res.stdout + res.stderr
+    assert res.returncode == 1, said
+    assert "Claude Code's memory and Cursor's memory are both wrapped as `memory`" in said
+    assert "undo would do the same" not in said and str(tmp_path / "claude.jsonl") not in said

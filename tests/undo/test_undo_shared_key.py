@@ -76,18 +76,23 @@ def test_undoing_the_codex_run_leaves_claude_codes_graph_alone(fake_home, tmp_pa
     assert claude_graph.read_bytes() == before
 
 
-def test_an_old_install_sharing_one_key_refuses_to_guess(fake_home, tmp_path, memory_server, monkeypatch):
+def _old_install(fake_home: Path, work: Path, monkeypatch) -> None:
+    """The install of an earlier version: one key per command line, env not compared."""
     import synartesis.services.install as install_mod
     from synartesis.paths import Env
     from synartesis.services.install import InstallOptions, apply_install, plan_install
 
-    claude_graph, codex_graph, codex, work = _setup(fake_home, tmp_path, memory_server)
-    before = claude_graph.read_bytes()
     exe = str(Path(sys.executable).parent / "synartesis")
     env = Env(home=fake_home, environ=_terminal(), platform="linux", cwd=work)
-    with monkeypatch.context() as old:  # the install of an earlier version: the command line alone
-        old.setattr(install_mod, "_ident", lambda entry, command, args: install_mod._fp(command, args))
+    with monkeypatch.context() as old:
+        old.setattr(install_mod, "_ident", lambda entry, command, args, *_: install_mod._fp(command, args))
         apply_install(env, plan_install(env, InstallOptions(proxy_path=exe, start=False)))
+
+
+def test_an_old_install_sharing_one_key_refuses_to_guess(fake_home, tmp_path, memory_server, monkeypatch):
+    claude_graph, codex_graph, codex, work = _setup(fake_home, tmp_path, memory_server)
+    before = claude_graph.read_bytes()
+    _old_install(fake_home, work, monkeypatch)
 
     assert _agent_writes_through_codex(codex) == "memory"
     undo = _cli("undo", cwd=work)
@@ -98,7 +103,25 @@ def test_an_old_install_sharing_one_key_refuses_to_guess(fake_home, tmp_path, me
     assert "--replan" in said
     assert claude_graph.read_bytes() == before and "Grace" in codex_graph.read_text()
 
+    other = _cli("undo", "--replan", cwd=work, env=dict(_terminal(), MEMORY_FILE_PATH=str(tmp_path / "neither.jsonl")))
+    assert other.returncode == 1 and "it must be one of the entries' values" in other.stdout + other.stderr
+    assert claude_graph.read_bytes() == before and "Grace" in codex_graph.read_text()
+
     told = _cli("undo", "--replan", cwd=work, env=dict(_terminal(), MEMORY_FILE_PATH=str(codex_graph)))
     assert told.returncode == 0, told.stdout + told.stderr
-    assert "using this shell's value" in told.stdout + told.stderr
+    assert "using this shell's, which is one of them" in told.stdout + told.stderr
     assert "Grace" not in codex_graph.read_text() and claude_graph.read_bytes() == before
+
+
+def test_an_old_shared_key_whose_other_entry_cannot_be_read_is_refused(fake_home, tmp_path, memory_server, monkeypatch):
+    claude_graph, codex_graph, codex, work = _setup(fake_home, tmp_path, memory_server)
+    before = claude_graph.read_bytes()
+    _old_install(fake_home, work, monkeypatch)
+    _agent_writes_through_codex(codex)
+    codex.write_text(codex.read_text() + "\n[[[ broken\n")
+
+    undo = _cli("undo", cwd=work)
+    said = undo.stdout + undo.stderr
+    assert undo.returncode == 1, said
+    assert "Codex's memory (its client file cannot be read) is also wrapped as `memory`" in said
+    assert claude_graph.read_bytes() == before and "Grace" in codex_graph.read_text()
