@@ -17,7 +17,7 @@ class FrozenError(AttributeError):
     """An attempt to change a field of a frozen record."""
 
 
-class factory:  # noqa: N801 - reads like dataclasses.field(default_factory=...)
+class factory:  # lower case: reads like dataclasses.field(default_factory=...)
     """A default made fresh for each record (``env: dict = factory(dict)``)."""
 
     __slots__ = ("make",)

@@ -22,7 +22,9 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 from synartesis.frozen import fields, is_record
 from synartesis.policy.model import CallTemplate, Policy, Rule, ServerSpec

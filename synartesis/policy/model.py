@@ -5,7 +5,9 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 from synartesis.frozen import factory, record
 

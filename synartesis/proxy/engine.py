@@ -27,13 +27,12 @@ Contract (DESIGN §3 and §10, PROXY.md §2):
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import threading
 import time
+from _queue import SimpleQueue  # what queue.SimpleQueue is, without importing queue and heapq
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from synartesis.errors import JournalError
 from synartesis.log import log
@@ -42,7 +41,10 @@ from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone
 from synartesis.proxy.framing import INVALID, LazyFrame, dump, id_key, parse
 from synartesis.proxy.transport import RequestFailed, Upstream
 
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
 if TYPE_CHECKING:
+    from typing import Any
+
     from synartesis.proxy.pipeline import ReadOutcome
     from synartesis.proxy.recorder import JournalThread
 
@@ -138,7 +140,7 @@ class Engine:
         self._inflight: dict[str, CallContext] = {}
         self._queued: dict[str, CallContext] = {}
         self._expired: set[str] = set()
-        self._lane: queue.SimpleQueue = queue.SimpleQueue()
+        self._lane: SimpleQueue = SimpleQueue()
         self._lane_count = 0
         self._lane_cond = threading.Condition(threading.Lock())
         self._lane_thread: threading.Thread | None = None
@@ -933,9 +935,9 @@ class _Owed:
 
     __slots__ = ("_lane", "_lock")
 
-    def __init__(self, lane: queue.SimpleQueue) -> None:
+    def __init__(self, lane: SimpleQueue) -> None:
         import _thread
-        self._lane: queue.SimpleQueue | None = lane
+        self._lane: SimpleQueue | None = lane
         self._lock = _thread.allocate_lock()
 
     def release(self) -> None:
