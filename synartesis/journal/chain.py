@@ -2,8 +2,10 @@
 
 Every change of an action, run or attempt appends an ``events`` row whose hash covers the
 previous event of its run and its own canonical body; ``runs.head`` holds the newest hash
-(action rows change status, so the chain lives beside them, not in them). :meth:`audit`
-re-computes the chain and compares the rows with what their last events recorded.
+(action rows change status, so the chain lives beside them, not in them). The reads of one
+batch share one ``reads.record`` event that lists each read's state (schema 5; a read's row
+never changes afterwards). :meth:`audit` re-computes the chain and compares the rows with what
+their last events recorded.
 The chain is not keyed: it catches edits and deletions by anything that does not recompute it.
 """
 
