@@ -6,7 +6,9 @@ import json
 import os
 import sys
 import time
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["log", "set_level"]
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
+
+from synartesis.frozen import factory, record
 
 __all__ = [
     "Env",
@@ -34,7 +35,7 @@ JOURNAL_ENV = "SYNARTESIS_JOURNAL"
 _URL_SCHEMES = ("postgresql://", "postgres://")
 
 
-@dataclass(frozen=True)
+@record
 class Env:
     """The environment paths are resolved against.
 
@@ -46,9 +47,9 @@ class Env:
     """
 
     home: Path
-    environ: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] = factory(dict)
     platform: str = sys.platform
-    cwd: Path = field(default_factory=Path.cwd)
+    cwd: Path = factory(Path.cwd)
 
     @classmethod
     def current(cls) -> "Env":

@@ -12,15 +12,14 @@ Every status change is conditional where a race is possible (``expect``) and app
 
 from __future__ import annotations
 
-import json
 from json.encoder import encode_basestring
 from typing import Any, Callable, Iterable
 
 from synartesis.canonical import call_key, canonical, sha256_hex
 from synartesis.errors import UsageError
-from synartesis.journal.chain import ChainMixin, chain_texts, event_body
+from synartesis.journal.chain import ChainMixin, chain_texts
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
-                                     action_values, new_id, now_iso)
+                                     action_values, new_id, new_ids, now_iso)
 
 __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
 
@@ -87,15 +86,18 @@ class ActionsMixin(ChainMixin):
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
         status, note, result, seq}`` (``result`` already capped). Used by the proxy's journal
-        thread: rows and events are inserted with one ``executemany`` each, every event's
-        canonical text is built once, each run's head is updated once, and the journal-wide
-        numbers are taken as one block."""
+        thread: the rows are inserted with one ``executemany``, the journal-wide numbers are
+        taken as one block, and each run gets one chained ``reads.record`` event for all of its
+        reads in the batch (schema 5), whose data holds every read's chained state
+        (``[[action id, state], …]``): its hash covers every read row, and :meth:`audit` compares
+        each row with its entry. Each state's canonical text is built once, from a template.
+        Journals written before schema 5 hold an ``action.record`` event per read; both audit."""
         if not items:
             return
         with self._guard("record reads"), self._tx():
-            heads: dict[str, str] = {}
             rows: list[tuple] = []
-            events: list[tuple] = []
+            states: dict[str, list[tuple[str, str]]] = {}  # run -> [(hashed entry, stored entry)]
+            heads: dict[str, str] = {}
             ts = now_iso()
             if self.db.returning:
                 top = self._one("UPDATE counters SET value = value + ? WHERE name = 'gseq' RETURNING value", (len(items),))
@@ -106,14 +108,17 @@ class ActionsMixin(ChainMixin):
             gseq -= len(items)
             quoted: dict[str, str] = {}
             numbered: dict[str, int] = {}
-            for it in items:
+            ids = new_ids(len(items))
+            plain = True  # every text is ASCII: nothing for the backend to check or escape
+            for n, it in enumerate(items):
                 run_id = it["run"]
-                prev = heads.get(run_id)
-                if prev is None:
+                entries = states.get(run_id)
+                if entries is None:
                     found = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
                     if found is None:
                         continue  # the run is gone (pruned): nothing to attach the read to
-                    prev = found[0]
+                    heads[run_id] = found[0]
+                    entries = states[run_id] = []
                 seq = it.get("seq")
                 if seq is None:  # not numbered by the run's proxy: after the run's last, in this batch too
                     source = self._seq_sources.get(run_id)
@@ -125,31 +130,32 @@ class ActionsMixin(ChainMixin):
                         seq = numbered[run_id] = seq + 1
                 gseq += 1
                 server, tool, status = it["server"], it["tool"], it["status"]
-                args, result = it["args"], it.get("result")
+                args, result, rule, note = it["args"], it.get("result"), it.get("rule"), it.get("note")
                 key, args_ref = self._key_and_ref(server, tool, args, quoted)
                 result_ref = None if result is None else (_digest_ref(result) or self.put_json(result))
-                aid = new_id()
-                values = (aid, run_id, seq, server, tool, "readonly", it.get("rule"), key, args_ref, None, None,
-                          result_ref, None, None, None, status, it.get("note"), None, None, None, None,
+                aid = ids[n]
+                values = (aid, run_id, seq, server, tool, "readonly", rule, key, args_ref, None, None,
+                          result_ref, None, None, None, status, note, None, None, None, None,
                           f"{run_id}:{seq}", ts, ts, gseq, None)
                 # the chained state (canonical(action_state(row))) built from its template; text
                 # that is not ASCII takes the general path (a lone surrogate is stored escaped)
                 data = _READ_STATE % (_q(args_ref), gseq, key, "null" if result_ref is None else _q(result_ref), seq,
                                       _q(server), _q(status), _q(tool))
                 if data.isascii():
-                    hashed = stored = data
+                    entry = f'["{aid}",{data}]'
+                    entries.append((entry, entry))
+                    plain = plain and (rule is None or rule.isascii()) and (note is None or note.isascii())
                 else:
                     hashed, stored = chain_texts(action_state(action_from_row(values)))
-                digest = sha256_hex((prev + "\n" + event_body(run_id, aid, None, ts, "action.record", hashed))
-                                    .encode("utf-8", "surrogatepass"))
+                    entries.append((f'["{aid}",{hashed}]', f'["{aid}",{stored}]'))
+                    plain = False
                 rows.append(values)
-                events.append((run_id, aid, ts, stored, prev, digest))
-                heads[run_id] = digest
-            self.db.executemany(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", rows)
-            self.db.executemany("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) "
-                                "VALUES (?,?,NULL,?,'action.record',?,?,?)", events)
-            self.db.executemany("UPDATE runs SET head = ? WHERE id = ?", [(h, r) for r, h in heads.items()])
-            self._tx_heads.update(heads)
+            self.db.executemany(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", rows,
+                                checked=plain)
+            for run_id, entries in states.items():
+                if entries:
+                    self._append_event(run_id, "reads.record", '{"reads":[' + ",".join(e[0] for e in entries) + "]}",
+                                       '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id])
 
     def _key_and_ref(self, server: str, tool: str, args: Any, quoted: dict[str, str] | None = None) -> tuple[str, str]:
         """(call_key, args_ref) with the arguments serialised once when they are small (no
@@ -373,6 +379,8 @@ _READ_STATE = ('{"args":%s,"by":null,"class":"readonly","decision":null,"gseq":%
                '"post":null,"prior":null,"result":%s,"reverted":null,"seq":%d,"server":%s,"snapshot":null,'
                '"status":%s,"tool":%s,"used_by":null,"verify":null}')
 _q = encode_basestring  # canonical() of a str
+_DIGEST = '{"synartesisDigest":true,"bytes":%d,"sha256":%s,"preview":%s}'
+_DIGEST_KEYS = ["synartesisDigest", "bytes", "sha256", "preview"]
 
 
 def _digest_ref(result: Any) -> str | None:
@@ -381,7 +389,12 @@ def _digest_ref(result: Any) -> str | None:
     :meth:`put_json`'s; None for anything else (then put_json decides)."""
     if type(result) is not dict or result.get("synartesisDigest") is not True or len(result) != 4:
         return None
-    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    if len(text) > 2048 or "$synartesis." in text or not text.isascii():
+    size, digest, preview = result.get("bytes"), result.get("sha256"), result.get("preview")
+    if type(size) is not int or type(digest) is not str or type(preview) is not str:
+        return None
+    # json.dumps(result, ensure_ascii=False, separators=(",", ":")), its keys in the order
+    # read_record and LazyFrame.result_digest build them
+    text = _DIGEST % (size, _q(digest), _q(preview))
+    if list(result) != _DIGEST_KEYS or len(text) > 2048 or "$synartesis." in text or not text.isascii():
         return None  # long, not ASCII, or a server's look-alike holding our markers: put_json decides
     return "=" + text  # inline, as put_json stores a small value (read back by get_json alike)

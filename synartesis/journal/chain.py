@@ -2,8 +2,10 @@
 
 Every change of an action, run or attempt appends an ``events`` row whose hash covers the
 previous event of its run and its own canonical body; ``runs.head`` holds the newest hash
-(action rows change status, so the chain lives beside them, not in them). :meth:`audit`
-re-computes the chain and compares the rows with what their last events recorded.
+(action rows change status, so the chain lives beside them, not in them). The reads of one
+batch share one ``reads.record`` event that lists each read's state (schema 5; a read's row
+never changes afterwards). :meth:`audit` re-computes the chain and compares the rows with what
+their last events recorded.
 The chain is not keyed: it catches edits and deletions by anything that does not recompute it.
 """
 
@@ -36,35 +38,46 @@ _MOVE_AND_APPEND = ("WITH moved AS (UPDATE runs SET head = ? WHERE id = ? AND he
 class ChainMixin(BlobsMixin):
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
                undo_id: str | None = None) -> None:
-        """Append one event to ``run_id``'s chain (inside a transaction).
+        """Append one event to ``run_id``'s chain (inside a transaction)."""
+        hashed, stored = chain_texts(data)
+        self._append_event(run_id, kind, hashed, stored, action_id=action_id, undo_id=undo_id)
 
-        The head this connection wrote last is remembered; a conditional UPDATE notices when
-        another writer moved it since, and only then is it read back.
+    def _append_event(self, run_id: str, kind: str, hashed: str, stored: str, *, action_id: str | None = None,
+                      undo_id: str | None = None, prev: str | None = None) -> None:
+        """Append an event whose data's texts are known (:func:`chain_texts`): ``hashed`` its
+        canonical JSON, ``stored`` what is written. ``prev``: the run's head as just read in
+        this transaction, when the caller has it.
+
+        Otherwise the head this connection wrote last is used; a conditional UPDATE notices
+        when another writer moved it since, and only then is it read back.
         """
         at = now_iso()
-        hashed, stored = chain_texts(data)
         body = event_body(run_id, action_id, undo_id, at, kind, hashed)
         if self.db.name == "sqlite":
             stored = packed_event(stored)  # PostgreSQL's data is text (TOAST compresses long rows)
-        # a head this transaction already moved is the one to chain from (not yet in _heads)
-        prev = self._tx_heads.get(run_id) or self._heads.get(run_id)
         digest = ""
         if prev is not None:
             digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
-            if self.db.name == "postgresql":
-                # one round trip: the head moves and the event is appended only if it was ours
-                if self._q(_MOVE_AND_APPEND, (digest, run_id, prev, run_id, action_id, undo_id, at, kind, stored, prev,
-                                              digest)).rowcount == 1:
-                    self._tx_heads[run_id] = digest
-                    return
-                prev = None
-            elif self._q("UPDATE runs SET head = ? WHERE id = ? AND head = ?", (digest, run_id, prev)).rowcount != 1:
-                prev = None
-        if prev is None:
-            row = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
-            prev = row[0] if row else ""
-            digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
             self._q("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
+        else:
+            # a head this transaction already moved is the one to chain from (not yet in _heads)
+            prev = self._tx_heads.get(run_id) or self._heads.get(run_id)
+            if prev is not None:
+                digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+                if self.db.name == "postgresql":
+                    # one round trip: the head moves and the event is appended only if it was ours
+                    if self._q(_MOVE_AND_APPEND, (digest, run_id, prev, run_id, action_id, undo_id, at, kind, stored,
+                                                  prev, digest)).rowcount == 1:
+                        self._tx_heads[run_id] = digest
+                        return
+                    prev = None
+                elif self._q("UPDATE runs SET head = ? WHERE id = ? AND head = ?", (digest, run_id, prev)).rowcount != 1:
+                    prev = None
+            if prev is None:
+                row = self._one("SELECT head FROM runs WHERE id = ?", (run_id,))
+                prev = row[0] if row else ""
+                digest = sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+                self._q("UPDATE runs SET head = ? WHERE id = ?", (digest, run_id))
         self._q("INSERT INTO events (run_id, action_id, undo_id, at, kind, data, prev, hash) VALUES (?,?,?,?,?,?,?,?)",
                 (run_id, action_id, undo_id, at, kind, stored, prev, digest))
         self._tx_heads[run_id] = digest
@@ -116,6 +129,12 @@ class ChainMixin(BlobsMixin):
             prev = ehash
             if action_id and kind.startswith("action."):
                 last_state[action_id] = parsed
+            elif kind == "reads.record":
+                for entry in _read_entries(parsed):
+                    if entry is None:
+                        problems.append(f"event {eid} ({kind} at {at}) lists a read it does not describe: altered")
+                    else:
+                        last_state[entry[0]] = entry[1]
             elif kind == "run.begin" and begin is None:
                 begin = parsed
         if prev != (head or ""):
@@ -177,6 +196,16 @@ def chain_texts(data: Any) -> tuple[str, str]:
         except UnicodeEncodeError:
             return text, json.dumps(data, sort_keys=True, separators=(",", ":"))
     return text, text
+
+
+def _read_entries(data: dict) -> list:
+    """The ``(action id, state)`` pairs of a ``reads.record`` event's data (None for an entry
+    of another shape: the event was altered, yet hashes right only if the chain was rebuilt)."""
+    reads = data.get("reads")
+    if not isinstance(reads, list):
+        return [None]
+    return [(e[0], e[1]) if isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], dict)
+            else None for e in reads]
 
 
 def _matches(recorded: dict, current: dict[str, Any]) -> bool:

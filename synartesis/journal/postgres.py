@@ -183,10 +183,11 @@ class PostgresBackend:
             cur = self._raw.execute(text, fixed)
         return cur if self._pipe is None else _Piped(cur, self._pipe)
 
-    def executemany(self, text: str, rows: list) -> None:
+    def executemany(self, text: str, rows: list, *, checked: bool = False) -> None:
         """One statement (``?`` placeholders) over many rows. An ``INSERT … VALUES (…)`` is sent
         as multi-row INSERTs (one round trip and one parameter dump per 200 rows: the proxy's
-        journal thread spends less time holding the interpreter while reads are relayed)."""
+        journal thread spends less time holding the interpreter while reads are relayed).
+        ``checked`` is ignored: ASCII text may still hold a NUL, which PostgreSQL refuses."""
         rows = [r if all(_ok(p) for p in r) else [_storable(p) for p in r] for r in rows]
         m = _VALUES.match(text)
         if m is None or len(rows) < 2:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
-           "action_from_row", "action_values", "action_state", "new_id", "now_iso", "status_text",
+           "action_from_row", "action_values", "action_state", "new_id", "new_ids", "now_iso", "status_text",
            "event_text", "packed_event"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
@@ -47,6 +47,19 @@ def new_id() -> str:
     b[8] = (b[8] & 0x3F) | 0x80
     h = b.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def new_ids(n: int) -> list[str]:
+    """``n`` ids as :func:`new_id` makes them, from one ``os.urandom`` call (a batch of reads)."""
+    raw = bytearray(os.urandom(16 * n))
+    out = []
+    for k in range(0, 16 * n, 16):
+        raw[k + 6] = (raw[k + 6] & 0x0F) | 0x40
+        raw[k + 8] = (raw[k + 8] & 0x3F) | 0x80
+    h = raw.hex()
+    for k in range(0, 32 * n, 32):
+        out.append(f"{h[k:k + 8]}-{h[k + 8:k + 12]}-{h[k + 12:k + 16]}-{h[k + 16:k + 20]}-{h[k + 20:k + 32]}")
+    return out
 
 
 def now_iso(offset_s: float = 0.0) -> str:

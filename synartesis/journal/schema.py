@@ -287,12 +287,22 @@ BEGIN
 END $$;
 """
 
+# Schema 5 (issue 11, CPU per read): the proxy's journal thread chains one ``reads.record``
+# event per run and batch of reads, whose data lists every read's chained state, instead of an
+# ``action.record`` event per read. No table changes; the number tells an older build, whose
+# audit knows no such event and would call every read "inserted outside synartesis", that it
+# must not read this journal. Journals from before keep their per-read events; both audit.
+_BATCHED_READS = """
+UPDATE counters SET value = value WHERE name = 'gseq'
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL, pg=_INITIAL_PG),
     Migration(2, "agent sessions, journal-wide order, honest statuses, redo", _SESSIONS, rebuilds=True,
               pg=_SESSIONS_PG),
     Migration(3, "chunked payloads, lean actions indexes", _CHUNKS_AND_LEAN_INDEXES, pg=_CHUNKS_AND_LEAN_INDEXES_PG),
     Migration(4, "chunks listed by row number", _CHUNK_IDS, pg=_CHUNK_IDS_PG),
+    Migration(5, "one chained event per batch of reads", _BATCHED_READS, pg=_BATCHED_READS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].number
 

@@ -134,10 +134,13 @@ class SqliteBackend:
             # SQLite text; payloads never get here (they are stored escaped, losslessly).
             return self.conn.execute(text, [_storable(p) for p in params])
 
-    def executemany(self, text: str, rows: list) -> None:
-        """One statement (``?`` placeholders, as :meth:`sql` takes them) over many rows."""
+    def executemany(self, text: str, rows: list, *, checked: bool = False) -> None:
+        """One statement (``?`` placeholders, as :meth:`sql` takes them) over many rows.
+        ``checked``: the caller knows every text in them is ASCII (nothing to escape)."""
         # checked first: a row that fails half-way through would leave the earlier ones inserted
-        self.conn.executemany(text, [r if _storable_row(r) else [_storable(p) for p in r] for r in rows])
+        if not checked:
+            rows = [r if _storable_row(r) else [_storable(p) for p in r] for r in rows]
+        self.conn.executemany(text, rows)
 
     @contextmanager
     def write(self) -> Iterator[None]:

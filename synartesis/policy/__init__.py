@@ -4,7 +4,7 @@ The loader (and PyYAML) and the references are imported only when one of their n
 so the proxy can load a compiled policy (:mod:`synartesis.policy.cache`) without them.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from synartesis.policy.model import CLASSES, GATES, CallTemplate, Policy, Rule, ServerSpec
 
@@ -12,7 +12,7 @@ __all__ = ["CLASSES", "GATES", "CallTemplate", "Policy", "RefError", "Rule", "Se
            "parse_policy", "resolve_template"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in ("load_policy", "parse_policy"):
         from synartesis.policy import loader
         return getattr(loader, name)

@@ -22,8 +22,11 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
+from synartesis.frozen import fields, is_record
 from synartesis.policy.model import CallTemplate, Policy, Rule, ServerSpec
 from synartesis.policy.source import decode_policy, read_policy_bytes
 
@@ -142,12 +145,10 @@ def _write_cache(where: Path, key: dict, policy: Policy) -> None:
             pass
 
 
-# -- the model as JSON: dataclasses and tuples tagged, user mappings escaped ----------------
+# -- the model as JSON: records and tuples tagged, user mappings escaped ----------------
 def _encode(value: Any) -> Any:
-    import dataclasses
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"$dc": type(value).__name__,
-                "f": {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if is_record(value):
+        return {"$dc": type(value).__name__, "f": {f: _encode(getattr(value, f)) for f in fields(value)}}
     if isinstance(value, tuple):
         return {"$tuple": [_encode(v) for v in value]}
     if isinstance(value, list):

@@ -1,12 +1,15 @@
-"""The policy model: frozen dataclasses built by :mod:`synartesis.policy.loader`."""
+"""The policy model: frozen records (:mod:`synartesis.frozen`) built by :mod:`synartesis.policy.loader`."""
 
 from __future__ import annotations
 
 import fnmatch
 import functools
 import re
-from dataclasses import dataclass, field
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
+
+from synartesis.frozen import factory, record
 
 __all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED",
            "DEFAULT_PRODUCTION_PATTERNS", "production_match", "ProductionHit"]
@@ -53,7 +56,7 @@ def production_match(patterns: tuple[str, ...] | list[str], text: str) -> str | 
     return None
 
 
-@dataclass(frozen=True)
+@record
 class ProductionHit:
     """One value that matched ``production_patterns``.
 
@@ -69,7 +72,7 @@ class ProductionHit:
     pattern: str
 
 
-@dataclass(frozen=True)
+@record
 class CallTemplate:
     """A call a policy makes on the agent's behalf: a pre-read, an inverse or a verify read.
 
@@ -97,7 +100,7 @@ class CallTemplate:
         return d
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One ``tools[i]`` entry (or the synthesised fail-closed rule when ``matched`` is False)."""
 
@@ -131,23 +134,23 @@ class Rule:
 FAIL_CLOSED = "no rule matches this tool, so it is treated as irreversible"
 
 
-@dataclass(frozen=True)
+@record
 class ServerSpec:
     """``servers.NAME``: how to start a server and what we know about it."""
 
     name: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: dict = field(default_factory=dict)
+    env: dict = factory(dict)
     cwd: str | None = None
     provenance: str | None = None
-    pins: dict = field(default_factory=dict)
+    pins: dict = factory(dict)
     origin: dict | None = None
     note: str | None = None
     saga: bool = False  # a failed call rolls the run back before it is answered (issue 10 item 8)
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     """A loaded, validated policy.
 

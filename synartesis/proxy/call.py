@@ -5,7 +5,9 @@ needs before it loads the pipeline (:mod:`synartesis.proxy.pipeline` is imported
 from __future__ import annotations
 
 import json
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SURROGATE_REFUSAL", "CallContext", "error_answer", "is_plain_read", "lone_surrogate", "tool_result"]
 

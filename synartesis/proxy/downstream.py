@@ -13,7 +13,9 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 from synartesis.proxy.framing import read_frames, write_frame
 

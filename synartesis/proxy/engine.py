@@ -27,13 +27,12 @@ Contract (DESIGN §3 and §10, PROXY.md §2):
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import threading
 import time
+from _queue import SimpleQueue  # what queue.SimpleQueue is, without importing queue and heapq
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from synartesis.errors import JournalError
 from synartesis.log import log
@@ -42,7 +41,10 @@ from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone
 from synartesis.proxy.framing import INVALID, LazyFrame, dump, id_key, parse
 from synartesis.proxy.transport import RequestFailed, Upstream
 
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
 if TYPE_CHECKING:
+    from typing import Any
+
     from synartesis.proxy.pipeline import ReadOutcome
     from synartesis.proxy.recorder import JournalThread
 
@@ -138,7 +140,7 @@ class Engine:
         self._inflight: dict[str, CallContext] = {}
         self._queued: dict[str, CallContext] = {}
         self._expired: set[str] = set()
-        self._lane: queue.SimpleQueue = queue.SimpleQueue()
+        self._lane: SimpleQueue = SimpleQueue()
         self._lane_count = 0
         self._lane_cond = threading.Condition(threading.Lock())
         self._lane_thread: threading.Thread | None = None
@@ -146,6 +148,7 @@ class Engine:
         self._catalog_partial: dict[str, dict] = {}
         self._pins_logged = False
         self._rules: dict[tuple[str, str], Rule] = {}
+        self._plain_tools: dict[str, tuple | bool] = {}  # tool name -> what _plain_read decided
         self._seq = 0
         self._recorder: JournalThread | None = None
         self._stop = threading.Event()
@@ -563,9 +566,9 @@ class Engine:
         self._forward_raw(line)
 
     def _client_call(self, ctx: CallContext) -> None:
-        with self._lane_cond:
-            idle = self._lane_count == 0
-        if idle:
+        # read without the lock: only this thread (the client's reader) takes the count from 0
+        # to 1, so a 0 seen here means nothing is queued ahead (a stale 1 only queues the call)
+        if self._lane_count == 0:
             plain = self._plain_read(ctx)
             if plain is not None:
                 # nothing ahead of it, nothing to capture: forwarded from here, no lane hop and
@@ -630,23 +633,41 @@ class Engine:
     def _plain_read(self, ctx: CallContext) -> tuple | None:
         """``(server, tool, rule name, args)`` of a call whose rule is readonly with nothing to
         read before or after it, on an unpinned server, with valid text; else None (the
-        pipeline decides)."""
+        pipeline decides). What a tool name decides is kept per name when its rule cannot
+        depend on the arguments (no ``when``): the policy does not change while we run."""
         params = ctx.msg.get("params")
-        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        if not isinstance(params, dict):
             return None
+        name = params.get("name")
+        if not isinstance(name, str):
+            return None
+        known = self._plain_tools.get(name)
+        args = params.get("arguments")
+        args = {} if args is None else args
+        if known is None:
+            known = self._plain_tool(name, args)
+            if known is None:
+                return None
+        if known is False or lone_surrogate(ctx.line, params):
+            return None
+        return (*known, args)
+
+    def _plain_tool(self, name: str, args: Any) -> tuple | bool | None:
+        """``(server, tool, rule name)`` when ``name`` is a plain read, False when it is not;
+        kept for the next call when the answer holds for any arguments (returned as None when
+        it was not kept and is no plain read)."""
         try:
-            server, tool = self.route(params["name"])
+            server, tool = self.route(name)
         except LookupError:
             return None
         spec = self.policy.servers.get(server) if self.policy else None
         if spec is None or spec.pins:
             return None
-        args = params.get("arguments")
-        args = {} if args is None else args
         rule = self.policy_rule(server, tool, args)
-        if not is_plain_read(rule) or lone_surrogate(ctx.line, params):
-            return None
-        return server, tool, rule.match if rule.matched else None, args
+        known = (server, tool, rule.match if rule.matched else None) if is_plain_read(rule) else False
+        if (server, tool) in self._rules:  # no `when` could change the rule: it holds for every call
+            self._plain_tools[name] = known
+        return known or None
 
     # -- server → client ----------------------------------------------------------------
     def on_server_message(self, line: Any, msg: Any) -> None:
@@ -751,7 +772,8 @@ class Engine:
             elif answer is None:
                 self.record_read({**ctx.read, "status": "unknown", "note": note or "outcome unknown"})
             else:
-                self.record_read({**ctx.read, "answer": answer})
+                ctx.read["answer"] = answer  # settled once: the record is this call's alone now
+                self.record_read(ctx.read)
 
     def report_timeout(self, ctx: CallContext) -> None:
         """Tell the agent a call timed out (outcome unknown) and ask the server to stop it."""
@@ -913,9 +935,9 @@ class _Owed:
 
     __slots__ = ("_lane", "_lock")
 
-    def __init__(self, lane: queue.SimpleQueue) -> None:
+    def __init__(self, lane: SimpleQueue) -> None:
         import _thread
-        self._lane: queue.SimpleQueue | None = lane
+        self._lane: SimpleQueue | None = lane
         self._lock = _thread.allocate_lock()
 
     def release(self) -> None:

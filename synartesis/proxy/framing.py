@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["INVALID", "LARGE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "id_key", "parse", "parse_lenient",
            "parse_lenient_small", "read_frames", "write_frame"]

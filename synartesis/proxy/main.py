@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported before the server is spawned
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["USAGE", "main", "parse_args", "parse_call_timeout"]
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing is not imported before the server is spawned (see proxy.main)
+if TYPE_CHECKING:
+    from typing import Any
 
 from synartesis.errors import UpstreamError
 

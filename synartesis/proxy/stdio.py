@@ -25,7 +25,9 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any
 
 from synartesis.proxy.framing import LazyFrame, dump, parse_lenient, read_frames, write_frame
 from synartesis.proxy.spawn import popen_server

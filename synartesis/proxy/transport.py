@@ -34,19 +34,26 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Any, Callable, Protocol
-
 from synartesis.errors import UpstreamError
+
+TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Protocol
+
+    #: ``on_message(original_bytes, parsed_value_or_None)``
+    MessageHandler = Callable[[bytes, Any], None]
+    #: ``on_close()``
+    CloseHandler = Callable[[], None]
+    _Interface = Protocol
+else:  # the same names at run time, without typing (checkers see the Protocol and the aliases)
+    MessageHandler = CloseHandler = None  # for annotations only
+    _Interface = object
 
 __all__ = ["RequestFailed", "Upstream", "MessageHandler", "CloseHandler", "RequestIds", "ID_PREFIX",
            "is_unknown_answer", "request_body"]
 
 ID_PREFIX = "syn-"
 
-#: ``on_message(original_bytes, parsed_value_or_None)``
-MessageHandler = Callable[[bytes, Any], None]
-#: ``on_close()``
-CloseHandler = Callable[[], None]
 
 
 class RequestFailed(UpstreamError):
@@ -96,7 +103,7 @@ def is_unknown_answer(msg: Any) -> bool:
     return isinstance(mark, dict) and mark.get("outcome") == "unknown"
 
 
-class Upstream(Protocol):
+class Upstream(_Interface):
     """One MCP server connection, whatever carries it (a child on pipes, Streamable HTTP).
 
     Thread-safe (see the module docstring for the whole contract).

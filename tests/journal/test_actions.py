@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 
@@ -78,9 +80,9 @@ def test_a_redo_reapplies_in_place_and_the_chain_follows(new_journal):
 
 
 def test_reads_recorded_in_a_batch_chain_the_same_state_a_single_record_would(new_journal):
-    from synartesis.canonical import call_key
+    from synartesis.canonical import call_key, canonical
     from synartesis.journal.chain import chain_texts
-    from synartesis.journal.rows import action_state
+    from synartesis.journal.rows import action_state, event_text
     from synartesis.proxy.framing import parse_lenient
     from synartesis.proxy.pipeline import read_record
 
@@ -104,8 +106,11 @@ def test_reads_recorded_in_a_batch_chain_the_same_state_a_single_record_would(ne
         assert j.get_json(a.args_ref) == r["args"]
         assert j.get_json(a.result_ref) == r.get("result")
         assert a.call_key == call_key("files", "read_text_file", r["args"])
-    # what the chain holds for each read is the general path's text of its row
-    events = {aid: data for aid, data in j._all("SELECT action_id, data FROM events WHERE run_id = ? AND kind = "
-                                                "'action.record'", (run,))}
-    for a in rows:
-        assert events[a.id] == chain_texts(action_state(a))[1]
+    # one chained event for the batch; what it holds for each read is the general path's text of its row
+    kinds = [k for (k,) in j._all("SELECT kind FROM events WHERE run_id = ? ORDER BY id", (run,))]
+    assert kinds == ["run.begin", "reads.record"]
+    (data,) = j._one("SELECT data FROM events WHERE run_id = ? AND kind = 'reads.record'", (run,))
+    entries = json.loads(event_text(data))["reads"]
+    assert [aid for aid, _ in entries] == [a.id for a in rows]
+    for a, (_, state) in zip(rows, entries):
+        assert canonical(state) == chain_texts(action_state(a))[0]

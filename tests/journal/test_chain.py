@@ -76,3 +76,55 @@ def test_event_data_is_stored_compressed_on_sqlite_and_an_altered_blob_is_found(
     found = j.audit(run)
     assert not found.ok and any("altered" in p for p in found.problems), found.problems
     j.close()
+
+
+def _reads(j, run, n):
+    j.record_reads([{"run": run, "server": "files", "tool": "read_text_file", "rule": "files.read_*",
+                     "args": {"path": f"/p/{k}"}, "status": "applied", "result": {"content": [{"type": "text", "text": "x"}]}}
+                    for k in range(n)])
+    return [a.id for a in j.actions(run) if a.cls == "readonly"]
+
+
+def test_audit_proves_every_read_of_a_batch_chained_in_one_event(new_journal):
+    j = new_journal()
+    run = j.begin_run("t", {})
+    ids = _reads(j, run, 5)
+    j.record_action(run, "files", "write_file", "reversible", None, {"path": "/p/0", "content": "y"})
+    _reads(j, run, 3)
+    kinds = [k for (k,) in j.conn.execute("SELECT kind FROM events WHERE run_id = ? ORDER BY id", (run,))]
+    assert kinds == ["run.begin", "reads.record", "action.record", "reads.record"]
+    assert j.audit(run).ok
+    j.conn.execute("UPDATE actions SET args_ref = ? WHERE id = ?", ('={"path":"/etc/passwd"}', ids[2]))
+    problems = j.audit(run).problems
+    assert any("action 3 (files.read_text_file) differs from what was recorded" in p for p in problems)
+    j.conn.execute("UPDATE actions SET args_ref = ? WHERE id = ?", ('={"path":"/p/2"}', ids[2]))
+    assert j.audit(run).ok
+    j.conn.execute("UPDATE actions SET status = 'failed' WHERE id = ?", (ids[4],))
+    assert any("action 5" in p and "edited afterwards" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE actions SET status = 'applied' WHERE id = ?", (ids[4],))
+    j.conn.execute("DELETE FROM actions WHERE id = ?", (ids[0],))
+    assert any("action 1 (files.read_text_file) was recorded but its row is gone" in p for p in j.audit(run).problems)
+
+
+def test_audit_finds_a_batch_event_edited_or_a_read_inserted_beside_it(new_journal):
+    j = new_journal()
+    run = j.begin_run("t", {})
+    _reads(j, run, 3)
+    (eid, data) = j.conn.execute("SELECT id, data FROM events WHERE run_id = ? AND kind = 'reads.record'", (run,)).fetchone()
+    # a row copied with a new id and seq: no event lists it
+    j.conn.execute("INSERT INTO actions SELECT 'f00dfeed-0000-4000-8000-000000000000', run_id, 9, server, tool, class, "
+                   "rule, call_key, args_ref, prior, snapshot_ref, result_ref, inverse_ref, verify_ref, post_ref, status, "
+                   "note, decided_by, decided_at, decision_note, used_by, 'x:9', created_at, updated_at, 999, reverted "
+                   "FROM actions WHERE run_id = ? AND seq = 1", (run,))
+    assert any("action 9" in p and "no recorded history" in p for p in j.audit(run).problems)
+    j.conn.execute("DELETE FROM actions WHERE seq = 9")
+    assert j.audit(run).ok
+    # the batch's text edited to say one read was of another file: the event's hash no longer holds
+    from synartesis.journal.rows import event_text
+    text = event_text(data).replace("/p/1", "/p/X")
+    j.conn.execute("UPDATE events SET data = ? WHERE id = ?", (text, eid))
+    problems = j.audit(run).problems
+    assert any(f"event {eid} (reads.record" in p and "altered" in p for p in problems)
+    assert any("action 2" in p and "differs" in p for p in problems)
+    j.conn.execute("UPDATE events SET data = ? WHERE id = ?", ('{"reads":[["a",1]]}', eid))
+    assert any("lists a read it does not describe" in p for p in j.audit(run).problems)

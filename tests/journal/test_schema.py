@@ -160,6 +160,11 @@ def test_a_schema_1_journal_upgrades_in_place_keeping_everything(tmp_path):
     closed = j.find_run(stale.id)
     assert closed.status == "complete" and closed.counts == {"unknown": 1} and "is gone" in closed.end_note
     assert j.actions(new)[0].gseq == len(order) + 1
+    # reads recorded now chain one batch event after the old run's per-read events; both audit
+    old = runs[0].id
+    j.record_reads([{"run": old, "server": "s", "tool": "read", "args": {"n": n}, "status": "applied"} for n in range(2)])
+    assert j.conn.execute("SELECT kind FROM events WHERE run_id = ? ORDER BY id DESC LIMIT 1", (old,)).fetchone()[0] == "reads.record"
+    assert j.conn.execute("SELECT count(*) FROM events WHERE run_id = ? AND kind = 'action.record'", (old,)).fetchone()[0]
     assert all(j.audit(r.id).ok for r in j.list_runs())
     j.close()
     reopened = Journal.open(path)

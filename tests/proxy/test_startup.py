@@ -1,5 +1,5 @@
-"""Start-up and what a run records: a warm start imports no YAML, asyncio, uuid, secrets or CLI
-library; the run's launch line is redacted like the policy; a declared post-state skips the
+"""Start-up and what a run records: a warm start imports no YAML, asyncio, uuid, secrets,
+dataclasses or CLI library; the run's launch line is redacted like the policy; a declared post-state skips the
 read-back and undo still checks the resource before it reverts."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import os
 
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, imported_modules, open_journal, proxy_argv
 
-HEAVY = ("yaml", "asyncio", "uuid", "secrets", "typer", "rich", "pydantic", "mcp", "httpx", "sqlite3", "psycopg")
+HEAVY = ("yaml", "asyncio", "uuid", "secrets", "typer", "rich", "pydantic", "mcp", "httpx", "sqlite3", "psycopg",
+         "dataclasses", "inspect")  # dataclasses imports inspect, ast, dis and tokenize: the policy model does without
 
 
 def _imports(argv: list[str], frames: bytes) -> set[str]:
