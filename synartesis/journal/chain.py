@@ -16,7 +16,8 @@ from typing import Any
 
 from synartesis.canonical import canonical, sha256_hex
 from synartesis.journal.blobs import BlobsMixin
-from synartesis.journal.rows import ACTION_COLS, AuditResult, action_from_row, action_state, event_text, now_iso, packed_event
+from synartesis.journal.rows import (ACTION_COLS, ActionRow, AuditResult, action_from_row, action_state, action_state_text,
+                                     event_text, now_iso, packed_event)
 
 __all__ = ["ChainMixin"]
 
@@ -35,14 +36,15 @@ _MOVE_AND_APPEND = ("WITH moved AS (UPDATE runs SET head = ? WHERE id = ? AND he
 
 class ChainMixin(BlobsMixin):
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
-               undo_id: str | None = None) -> None:
-        """Append one event to ``run_id``'s chain (inside a transaction).
+               undo_id: str | None = None, text: str | None = None) -> None:
+        """Append one event to ``run_id``'s chain (inside a transaction). ``text``: the
+        canonical text of ``data`` when the caller built it already.
 
         The head this connection wrote last is remembered; a conditional UPDATE notices when
         another writer moved it since, and only then is it read back.
         """
         at = now_iso()
-        hashed, stored = chain_texts(data)
+        hashed, stored = chain_texts(data, text)
         body = event_body(run_id, action_id, undo_id, at, kind, hashed)
         if self.db.name == "sqlite":
             stored = packed_event(stored)  # PostgreSQL's data is text (TOAST compresses long rows)
@@ -69,12 +71,22 @@ class ChainMixin(BlobsMixin):
                 (run_id, action_id, undo_id, at, kind, stored, prev, digest))
         self._tx_heads[run_id] = digest
 
-    def _action_event(self, action_id: str, kind: str) -> None:
+    def _action_event(self, action_id: str, kind: str, step: dict | None = None, undo_id: str | None = None) -> None:
         row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE id = ?", (action_id,))
         if row is None:
             return
-        a = action_from_row(row)
-        self._event(a.run_id, kind, action_state(a), action_id=a.id)
+        self._state_event(action_from_row(row), kind, step, undo_id)
+
+    def _state_event(self, a: ActionRow, kind: str, step: dict | None = None, undo_id: str | None = None) -> None:
+        """Chain ``a``'s state as it is now (``kind``: ``action.<status>``); ``step``: the
+        undo, redo or saga step that changed it, carried in the same event (one event per
+        step, not two: see :meth:`AttemptsMixin.attempt_step`)."""
+        data = action_state(a)
+        step_text = None
+        if step is not None:
+            data["step"] = step
+            step_text = canonical(step)
+        self._event(a.run_id, kind, data, action_id=a.id, undo_id=undo_id, text=action_state_text(a, step_text))
 
     def audit(self, run_id: str) -> AuditResult:
         """Re-compute the run's hash chain and compare it with the rows.
@@ -102,16 +114,20 @@ class ChainMixin(BlobsMixin):
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
             try:
-                parsed = json.loads(event_text(data))
+                text = event_text(data)
+                parsed = json.loads(text)
             except (zlib.error, UnicodeDecodeError, ValueError, TypeError):
                 parsed = None
             if not isinstance(parsed, dict):  # every event's data is an object: retyped by hand
                 problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
                 prev = ehash
                 continue
-            body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at, "kind": kind,
-                              "data": parsed})
-            if sha256_hex((eprev + "\n" + body).encode("utf-8", "surrogatepass")) != ehash:
+            # The stored text is the canonical text the writer hashed (event_body), so it is
+            # hashed as it is; only when that does not match (a lone surrogate is stored
+            # escaped, or the row was altered) is the canonical text recomputed from the value.
+            if (_chain_hash(eprev, event_body(run_id, action_id, undo_id, at, kind, text)) != ehash
+                    and _chain_hash(eprev, canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
+                                                      "kind": kind, "data": parsed})) != ehash):
                 problems.append(f"event {eid} ({kind} at {at}) was altered after it was written")
             prev = ehash
             if action_id and kind.startswith("action."):
@@ -146,6 +162,10 @@ class ChainMixin(BlobsMixin):
         return AuditResult(run_id, not problems, len(events), problems)
 
 
+def _chain_hash(prev: str, body: str) -> str:
+    return sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+
+
 _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 
 
@@ -166,11 +186,13 @@ def event_body(run_id: str, action_id: str | None, undo_id: str | None, at: str,
             f'"run":{_quoted(run_id)},"undo":{_quoted(undo_id)}}}')
 
 
-def chain_texts(data: Any) -> tuple[str, str]:
-    """(what the chain hashes, what is stored) for an event's data: both its canonical JSON,
-    except that a lone surrogate is stored as its escape (SQLite text must be UTF-8) while the
-    hash stays over the canonical text that :meth:`ChainMixin.audit` recomputes."""
-    text = canonical(data)
+def chain_texts(data: Any, text: str | None = None) -> tuple[str, str]:
+    """(what the chain hashes, what is stored) for an event's data: both its canonical JSON
+    (``text`` when the caller built it), except that a lone surrogate is stored as its escape
+    (SQLite text must be UTF-8) while the hash stays over the canonical text that
+    :meth:`ChainMixin.audit` recomputes."""
+    if text is None:
+        text = canonical(data)
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -181,7 +203,7 @@ def chain_texts(data: Any) -> tuple[str, str]:
 
 def _matches(recorded: dict, current: dict[str, Any]) -> bool:
     """The row still says what its last event recorded (keys added later are compared only
-    when the event has them)."""
+    when the event has them; ``step`` is the undo step that event also carries, not a column)."""
     if set(current) - set(recorded) - _LATER_KEYS:
         return False
-    return all(current.get(k) == v for k, v in recorded.items())
+    return all(current.get(k) == v for k, v in recorded.items() if k != "step")
