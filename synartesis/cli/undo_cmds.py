@@ -7,6 +7,7 @@ import sys
 from typing import Optional
 
 import typer
+from rich.control import strip_control_codes
 from rich.markup import escape
 
 from synartesis.cli.app import app
@@ -129,9 +130,9 @@ _TAG = re.compile(r"(\\*)\[([a-z#/@][^[]*?)]")
 def plain_markup(markup: str) -> str:
     """``rich.markup.render(markup).plain`` without building styled text (a 200-step report
     is 1,000 lines): tags dropped; each piece of text as rich makes it (an escaped bracket
-    unescaped, emoji codes replaced)."""
+    unescaped, emoji codes replaced, the control codes rich drops dropped)."""
     if "[" not in markup:
-        return _emoji(markup)
+        return strip_control_codes(_emoji(markup))
     out: list[str] = []
     position = 0
     for m in _TAG.finditer(markup):
@@ -144,7 +145,7 @@ def plain_markup(markup: str) -> str:
             out.append(_piece(m.group(0)[len(m.group(1)):]))
         position = end
     out.append(_piece(markup[position:]))
-    return "".join(out)
+    return strip_control_codes("".join(out))
 
 
 def _piece(text: str) -> str:

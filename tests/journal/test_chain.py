@@ -76,3 +76,26 @@ def test_event_data_is_stored_compressed_on_sqlite_and_an_altered_blob_is_found(
     found = j.audit(run)
     assert not found.ok and any("altered" in p for p in found.problems), found.problems
     j.close()
+
+
+def test_an_action_state_built_as_text_is_its_canonical_json():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from synartesis.canonical import canonical
+    from synartesis.journal.rows import ActionRow, action_state, action_state_text
+
+    text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=20)
+    opt = st.none() | text
+    num = st.none() | st.integers(min_value=-2**70, max_value=2**70)
+
+    @given(st.tuples(text, text, st.integers(), text, text, text, opt, text, text, opt, opt, opt, opt, opt, opt, text,
+                     opt, opt, opt, opt, opt, text, text, text, num, opt), st.none() | st.dictionaries(text, opt))
+    def check(values, step):
+        a = ActionRow(*values)
+        want = action_state(a)
+        if step is not None:
+            want["step"] = step
+        assert action_state_text(a, None if step is None else canonical(step)) == canonical(want)
+
+    check()
