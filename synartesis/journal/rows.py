@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from json.encoder import encode_basestring
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from json.encoder import encode_basestring
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
@@ -230,8 +230,8 @@ _STATE_FIELDS = (("args", "args_ref"), ("by", "decided_by"), ("class", "cls"), (
 
 
 def action_state_text(a: ActionRow, step: str | None = None) -> str | None:
-    """``canonical(action_state(a))`` built directly (an action's state holds 3 KB of inline
-    refs; the general encoder's sorting and walking cost five times this), with ``"step":``
+    """``canonical(action_state(a))`` built directly (the general encoder sorts and walks a
+    fresh dict for every status change: 1.3–1.7× this on a 3 KB state), with ``"step":``
     ``step`` (a canonical text) among the keys when given. None when a value is not a str, an
     int or None (then the caller takes the general path)."""
     parts = []
