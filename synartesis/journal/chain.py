@@ -107,33 +107,42 @@ class ChainMixin(BlobsMixin):
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
         head, servers, session_id, pid, started, host = run
         prev = ""
-        last_state: dict[str, dict] = {}
+        last_state: dict[str, Any] = {}
         begin: dict | None = None
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
-            try:
-                text = event_text(data)
-                parsed = json.loads(text)
-            except (zlib.error, UnicodeDecodeError, ValueError, TypeError):
-                parsed = None
-            if not isinstance(parsed, dict):  # every event's data is an object: retyped by hand
-                problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
-                prev = ehash
-                continue
-            # The stored text is the canonical text the writer hashed (event_body), so it is
-            # hashed as it is; only when that does not match (a lone surrogate is stored
-            # escaped, or the row was altered) is the canonical text recomputed from the value.
-            if (_chain_hash(eprev, event_body(run_id, action_id, undo_id, at, kind, text)) != ehash
-                    and _chain_hash(eprev, canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
-                                                      "kind": kind, "data": parsed})) != ehash):
-                problems.append(f"event {eid} ({kind} at {at}) was altered after it was written")
             prev = ehash
+            try:
+                text: str | None = event_text(data)
+            except (zlib.error, UnicodeDecodeError, TypeError):
+                text = None
+            parsed: Any = None
+            # The stored text is the canonical text the writer hashed (event_body), so it is
+            # hashed as it is, and parsed only if its value is needed (an action's last state,
+            # the run's begin). Only when that hash does not match (a lone surrogate is stored
+            # escaped, or the row was altered) is the canonical text recomputed from the value.
+            if text is None or _chain_hash(eprev, event_body(run_id, action_id, undo_id, at, kind, text)) != ehash:
+                parsed = _object(text)
+                if parsed is None:  # every event's data is an object: retyped by hand
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
+                    continue
+                if _chain_hash(eprev, canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
+                                                 "kind": kind, "data": parsed})) != ehash:
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written")
             if action_id and kind.startswith("action."):
-                last_state[action_id] = parsed
+                last_state[action_id] = (eid, kind, at, parsed if parsed is not None else text)
             elif kind == "run.begin" and begin is None:
-                begin = parsed
+                begin = parsed if parsed is not None else _object(text)
+        for aid, (eid, kind, at, state) in list(last_state.items()):
+            if isinstance(state, str):  # hashed as it was written: parsed now, once per action
+                state = _object(state)
+                if state is None:
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
+                    del last_state[aid]
+                    continue
+            last_state[aid] = state
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
         if begin is not None:
@@ -160,6 +169,15 @@ class ChainMixin(BlobsMixin):
         # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
         # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
         return AuditResult(run_id, not problems, len(events), problems)
+
+
+def _object(text: str | None) -> dict | None:
+    """An event's data as the object it must be; None when it is not one."""
+    try:
+        value = json.loads(text) if text is not None else None
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _chain_hash(prev: str, body: str) -> str:
