@@ -101,6 +101,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="synartesis-bench-work-"))
     wd = work / "files"
     wd.mkdir()
+    # every driver, proxy and undo it starts runs under a temporary HOME / SYNARTESIS_HOME: none
+    # of them reads or writes the real home (a compiled policy, a default journal)
+    home = work / "home"
+    home.mkdir()
+    os.environ.update(HOME=str(home), SYNARTESIS_HOME=str(home / ".synartesis"))
     (work / "synartesis.yaml").write_text(POLICY)
     (work / "declared.yaml").write_text(DECLARED)
     builds = [("synartesis", opts.python)] + [tuple(b.split("=", 1)) for b in opts.baseline]

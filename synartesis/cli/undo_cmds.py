@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Optional
 
 import typer
+from rich.control import strip_control_codes
+from rich.markup import escape
 
 from synartesis.cli.app import app
 from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
@@ -111,14 +114,53 @@ class _Report:
         if self.console is not None:
             self.console.print(text)
         else:
-            from rich.markup import render
-            self.lines.append(render(text).plain)
+            self.lines.append(plain_markup(text))
 
     def close(self) -> None:
         if self.lines:
             sys.stdout.write("\n".join(self.lines) + "\n")
             sys.stdout.flush()
             self.lines = []
+
+
+# rich's markup tag (rich.markup.RE_TAGS): an odd number of backslashes before it escapes it
+_TAG = re.compile(r"(\\*)\[([a-z#/@][^[]*?)]")
+
+
+def plain_markup(markup: str) -> str:
+    """``rich.markup.render(markup).plain`` without building styled text (a 200-step report
+    is 1,000 lines): tags dropped; each piece of text as rich makes it (an escaped bracket
+    unescaped, emoji codes replaced, the control codes rich drops dropped)."""
+    if "[" not in markup:
+        return strip_control_codes(_emoji(markup))
+    out: list[str] = []
+    position = 0
+    for m in _TAG.finditer(markup):
+        start, end = m.span()
+        if start > position:
+            out.append(_piece(markup[position:start]))
+        backslashes, escaped = divmod(len(m.group(1)), 2)
+        out.append("\\" * backslashes)
+        if escaped:
+            out.append(_piece(m.group(0)[len(m.group(1)):]))
+        position = end
+    out.append(_piece(markup[position:]))
+    return strip_control_codes("".join(out))
+
+
+def _piece(text: str) -> str:
+    return _emoji(text.replace("\\[", "["))
+
+
+def _emoji(text: str) -> str:
+    if ":" not in text:
+        return text
+    try:
+        from rich._emoji_replace import _emoji_replace  # what render() applies to each piece of text
+    except ImportError:  # another rich: its own render of the piece
+        from rich.markup import render
+        return render(escape(text)).plain
+    return _emoji_replace(text)
 
 
 def render_undo(report: UndoReport) -> None:

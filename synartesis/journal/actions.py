@@ -64,7 +64,7 @@ class ActionsMixin(ChainMixin):
             status=status, note=note, decided_by=decided_by, decided_at=decided_at, decision_note=None,
             used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts, gseq=self._next_gseq())
         self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", action_values(row))
-        self._event(run_id, "action.record", action_state(row), action_id=aid)
+        self._state_event(row, "action.record")
         return row if fetch else None
 
     def record_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
@@ -172,7 +172,9 @@ class ActionsMixin(ChainMixin):
         return call_key(server, tool, args), self.put_json(args)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
-             **cols: Any) -> bool:
+             step: dict | None = None, undo_id: str | None = None, **cols: Any) -> bool:
+        """Change an action's status (and ``cols``) if it is in ``expect``, and chain its new
+        state; ``step`` (with its attempt's ``undo_id``) is carried in that event. False if lost."""
         sets, params = ["status = ?", "updated_at = ?"], [status, now_iso()]
         if note is not ...:
             sets.append("note = ?")
@@ -190,12 +192,11 @@ class ActionsMixin(ChainMixin):
         if self.db.returning:
             row = self._one(sql + f" RETURNING {ACTION_COLS}", params)
             if row is not None:
-                a = action_from_row(row)
-                self._event(a.run_id, f"action.{status}", action_state(a), action_id=a.id)
+                self._state_event(action_from_row(row), f"action.{status}", step, undo_id)
             return row is not None
         cur = self._q(sql, params)
         if cur.rowcount:
-            self._action_event(action_id, f"action.{status}")
+            self._action_event(action_id, f"action.{status}", step, undo_id)
         return cur.rowcount == 1
 
     def set_prior(self, action_id: str, prior: str, snapshot: Any = None, verify: Any = None) -> None:

@@ -124,13 +124,18 @@ class AttemptsMixin(GatesMixin):
         """Record one step's outcome (chained in the run of the action it touched).
 
         ``settle``: the action's new state, written in the same transaction (``{"status",
-        "note", "reverted", "expect"}``): an undo step costs one commit fewer.
+        "note", "reverted", "expect"}``): an undo step costs one commit fewer. The step then
+        rides in that status change's ``action.<status>`` event (its ``step`` key, with the
+        attempt's row as the event's undo): one chained event per step, not two. Without a
+        settle (or when its condition no longer holds) the step is an ``<kind>.step`` event.
         """
+        uid = attempt.row(run_id)
         with self._guard(f"record {attempt.kind} step"), self._tx():
-            if settle is not None:
-                self._set(step["action"], settle["status"], note=settle.get("note", ...), expect=settle.get("expect"),
-                          **({"reverted": settle["reverted"]} if "reverted" in settle else {}))
-            self._event(run_id, f"{attempt.kind}.step", step, undo_id=attempt.row(run_id), action_id=step.get("action"))
+            if settle is not None and self._set(
+                    step["action"], settle["status"], note=settle.get("note", ...), expect=settle.get("expect"),
+                    step=step, undo_id=uid, **({"reverted": settle["reverted"]} if "reverted" in settle else {})):
+                return
+            self._event(run_id, f"{attempt.kind}.step", step, undo_id=uid, action_id=step.get("action"))
 
     def finish_attempt(self, attempt: Attempt, statuses: dict[str, str], report: Any) -> None:
         """Close every row of an attempt: each run's own outcome (``statuses``; a run missing

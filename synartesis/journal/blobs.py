@@ -68,6 +68,18 @@ class DamagedPayload(JournalError):
     """A stored payload that cannot be read back as written (edited by hand, or the disk)."""
 
 
+def _plain_skeleton(text: str) -> bool:
+    """A skeleton's text that cannot hold a blob or a literal marker (neither key is in it,
+    not even spelled with a ``\\u`` escape): its value is the JSON as it is."""
+    return "$synartesis." not in text and "\\u" not in text
+
+
+def _joined(store: Any, skeleton: Any, text: str) -> Any:
+    """``store._join(skeleton)``, skipped for a skeleton that points at nothing (an undo loads
+    four of them per step; the walk would rebuild every dict and list)."""
+    return skeleton if _plain_skeleton(text) else store._join(skeleton)
+
+
 def blob_refs(value: Any) -> Iterator[str]:
     """The blob hashes a skeleton points at."""
     if isinstance(value, dict):
@@ -391,8 +403,9 @@ class BlobsMixin(JournalBase):
             return None
         with self._guard("read"):
             if ref.startswith("="):
-                return self._join(json.loads(ref[1:]))
-            return self._join(json.loads(self._get_blob(ref).decode("utf-8", "surrogatepass")))
+                return _joined(self, json.loads(ref[1:]), ref)
+            text = self._get_blob(ref).decode("utf-8", "surrogatepass")
+            return _joined(self, json.loads(text), text)
 
     def _bad_payload(self, ref: str | None) -> str | None:
         """Why the payload under ``ref`` cannot be trusted (its bytes no longer hash to its
@@ -404,6 +417,8 @@ class BlobsMixin(JournalBase):
             r = refs.pop()
             try:
                 if r.startswith("="):
+                    if _plain_skeleton(r):  # no blob in it: the chain vouches for the text itself
+                        continue
                     skeleton = json.loads(r[1:])
                 else:
                     data = self._get_blob(r)

@@ -18,7 +18,8 @@ from typing import Any
 
 from synartesis.canonical import canonical, sha256_hex
 from synartesis.journal.blobs import BlobsMixin
-from synartesis.journal.rows import ACTION_COLS, AuditResult, action_from_row, action_state, event_text, now_iso, packed_event
+from synartesis.journal.rows import (ACTION_COLS, ActionRow, AuditResult, action_from_row, action_state, action_state_text,
+                                     event_text, now_iso, packed_event)
 
 __all__ = ["ChainMixin"]
 
@@ -37,9 +38,10 @@ _MOVE_AND_APPEND = ("WITH moved AS (UPDATE runs SET head = ? WHERE id = ? AND he
 
 class ChainMixin(BlobsMixin):
     def _event(self, run_id: str, kind: str, data: dict, *, action_id: str | None = None,
-               undo_id: str | None = None) -> None:
-        """Append one event to ``run_id``'s chain (inside a transaction)."""
-        hashed, stored = chain_texts(data)
+               undo_id: str | None = None, text: str | None = None) -> None:
+        """Append one event to ``run_id``'s chain (inside a transaction). ``text``: the
+        canonical text of ``data`` when the caller built it already."""
+        hashed, stored = chain_texts(data, text)
         self._append_event(run_id, kind, hashed, stored, action_id=action_id, undo_id=undo_id)
 
     def _append_event(self, run_id: str, kind: str, hashed: str, stored: str, *, action_id: str | None = None,
@@ -82,12 +84,22 @@ class ChainMixin(BlobsMixin):
                 (run_id, action_id, undo_id, at, kind, stored, prev, digest))
         self._tx_heads[run_id] = digest
 
-    def _action_event(self, action_id: str, kind: str) -> None:
+    def _action_event(self, action_id: str, kind: str, step: dict | None = None, undo_id: str | None = None) -> None:
         row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE id = ?", (action_id,))
         if row is None:
             return
-        a = action_from_row(row)
-        self._event(a.run_id, kind, action_state(a), action_id=a.id)
+        self._state_event(action_from_row(row), kind, step, undo_id)
+
+    def _state_event(self, a: ActionRow, kind: str, step: dict | None = None, undo_id: str | None = None) -> None:
+        """Chain ``a``'s state as it is now (``kind``: ``action.<status>``); ``step``: the
+        undo, redo or saga step that changed it, carried in the same event (one event per
+        step, not two: see :meth:`AttemptsMixin.attempt_step`)."""
+        data = action_state(a)
+        step_text = None
+        if step is not None:
+            data["step"] = step
+            step_text = canonical(step)
+        self._event(a.run_id, kind, data, action_id=a.id, undo_id=undo_id, text=action_state_text(a, step_text))
 
     def audit(self, run_id: str) -> AuditResult:
         """Re-compute the run's hash chain and compare it with the rows.
@@ -108,35 +120,52 @@ class ChainMixin(BlobsMixin):
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
         head, servers, session_id, pid, started, host = run
         prev = ""
-        last_state: dict[str, dict] = {}
+        last_state: dict[str, Any] = {}
         begin: dict | None = None
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
-            try:
-                parsed = json.loads(event_text(data))
-            except (zlib.error, UnicodeDecodeError, ValueError, TypeError):
-                parsed = None
-            if not isinstance(parsed, dict):  # every event's data is an object: retyped by hand
-                problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
-                prev = ehash
-                continue
-            body = canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at, "kind": kind,
-                              "data": parsed})
-            if sha256_hex((eprev + "\n" + body).encode("utf-8", "surrogatepass")) != ehash:
-                problems.append(f"event {eid} ({kind} at {at}) was altered after it was written")
             prev = ehash
+            try:
+                text: str | None = event_text(data)
+            except (zlib.error, UnicodeDecodeError, TypeError):
+                text = None
+            parsed: Any = None
+            # The stored text is the canonical text the writer hashed (event_body), so it is
+            # hashed as it is, and parsed only if its value is needed (an action's last state,
+            # the run's begin). Only when that hash does not match (a lone surrogate is stored
+            # escaped, or the row was altered) is the canonical text recomputed from the value.
+            if text is None or _chain_hash(eprev, event_body(run_id, action_id, undo_id, at, kind, text)) != ehash:
+                parsed = _object(text)
+                if parsed is None:  # every event's data is an object: retyped by hand
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
+                    continue
+                if _chain_hash(eprev, canonical({"run": run_id, "action": action_id, "undo": undo_id, "at": at,
+                                                 "kind": kind, "data": parsed})) != ehash:
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written")
             if action_id and kind.startswith("action."):
-                last_state[action_id] = parsed
+                last_state[action_id] = (eid, kind, at, parsed if parsed is not None else text)
             elif kind == "reads.record":
-                for entry in _read_entries(parsed):
+                batch = parsed if parsed is not None else _object(text)
+                if batch is None:
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
+                    continue
+                for entry in _read_entries(batch):
                     if entry is None:
                         problems.append(f"event {eid} ({kind} at {at}) lists a read it does not describe: altered")
                     else:
-                        last_state[entry[0]] = entry[1]
+                        last_state[entry[0]] = (eid, kind, at, entry[1])
             elif kind == "run.begin" and begin is None:
-                begin = parsed
+                begin = parsed if parsed is not None else _object(text)
+        for aid, (eid, kind, at, state) in list(last_state.items()):
+            if isinstance(state, str):  # hashed as it was written: parsed now, once per action
+                state = _object(state)
+                if state is None:
+                    problems.append(f"event {eid} ({kind} at {at}) was altered after it was written (unreadable)")
+                    del last_state[aid]
+                    continue
+            last_state[aid] = state
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
         if begin is not None:
@@ -165,6 +194,19 @@ class ChainMixin(BlobsMixin):
         return AuditResult(run_id, not problems, len(events), problems)
 
 
+def _object(text: str | None) -> dict | None:
+    """An event's data as the object it must be; None when it is not one."""
+    try:
+        value = json.loads(text) if text is not None else None
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _chain_hash(prev: str, body: str) -> str:
+    return sha256_hex((prev + "\n" + body).encode("utf-8", "surrogatepass"))
+
+
 _PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
 
 
@@ -185,11 +227,13 @@ def event_body(run_id: str, action_id: str | None, undo_id: str | None, at: str,
             f'"run":{_quoted(run_id)},"undo":{_quoted(undo_id)}}}')
 
 
-def chain_texts(data: Any) -> tuple[str, str]:
-    """(what the chain hashes, what is stored) for an event's data: both its canonical JSON,
-    except that a lone surrogate is stored as its escape (SQLite text must be UTF-8) while the
-    hash stays over the canonical text that :meth:`ChainMixin.audit` recomputes."""
-    text = canonical(data)
+def chain_texts(data: Any, text: str | None = None) -> tuple[str, str]:
+    """(what the chain hashes, what is stored) for an event's data: both its canonical JSON
+    (``text`` when the caller built it), except that a lone surrogate is stored as its escape
+    (SQLite text must be UTF-8) while the hash stays over the canonical text that
+    :meth:`ChainMixin.audit` recomputes."""
+    if text is None:
+        text = canonical(data)
     if not text.isascii():
         try:
             text.encode("utf-8")
@@ -210,7 +254,7 @@ def _read_entries(data: dict) -> list:
 
 def _matches(recorded: dict, current: dict[str, Any]) -> bool:
     """The row still says what its last event recorded (keys added later are compared only
-    when the event has them)."""
+    when the event has them; ``step`` is the undo step that event also carries, not a column)."""
     if set(current) - set(recorded) - _LATER_KEYS:
         return False
-    return all(current.get(k) == v for k, v in recorded.items())
+    return all(current.get(k) == v for k, v in recorded.items() if k != "step")

@@ -583,9 +583,32 @@ class _Walk:
         # The last read, kept until anything is sent: the verifying re-read after an inverse
         # is the next step's drift read when that step reads the same resource the same way.
         self.last_read: tuple[str, ReadOutcome] | None = None
+        self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
+
+    def _stored(self, a: ActionRow, read: dict | None) -> bool:
+        """Is ``read`` the action's stored read as loaded (not a replanned one)?"""
+        return read is not None and read is self.load.memo.get(a.verify_ref or "")
 
     def key(self, a: ActionRow, read: dict | None) -> str | None:
-        return resource_key(self.runs.get(a.run_id), read)
+        """:func:`resource_key` of ``read`` for ``a``'s run; the stored read's once per action
+        (a step asks three times: to simulate, to send its drift read and its re-read)."""
+        if not self._stored(a, read):
+            return resource_key(self.runs.get(a.run_id), read)
+        memo = ("key", a.run_id, a.verify_ref)
+        if memo not in self.keys:
+            self.keys[memo] = resource_key(self.runs.get(a.run_id), read)
+        return self.keys[memo]
+
+    def read_key(self, a: ActionRow, read: dict) -> str:
+        """What makes two reads the same read: the resource and how its answer is classified
+        (once per action for the stored read, like :meth:`key`)."""
+        memo = ("read", a.run_id, a.verify_ref)
+        if self._stored(a, read) and memo in self.keys:
+            return self.keys[memo] or ""
+        key = canonical([self.key(a, read), read.get("absent_when"), read.get("refuse_when")])
+        if self._stored(a, read):
+            self.keys[memo] = key
+        return key
 
     def label(self, a: ActionRow) -> str:
         """How a report names a step: its seq, or ``run:seq`` in a session."""
@@ -627,7 +650,7 @@ class _Walk:
         """Send ``read`` to ``a``'s server now and return what waits for its outcome; or reuse
         the last read's outcome when it was the same read of the same server (as launched)
         and nothing has been sent since."""
-        key = canonical([self.key(a, read), read.get("absent_when"), read.get("refuse_when")])
+        key = self.read_key(a, read)
         if self.last_read is not None and self.last_read[0] == key:
             kept = self.last_read[1]
             return lambda: kept

@@ -33,3 +33,37 @@ def test_an_attempt_whose_process_is_gone_is_abandoned_and_taken_over(new_journa
     assert taken is not None
     assert [u.status for u in j.undos(run)] == ["abandoned", "running"]
     assert j.audit(run).ok
+
+
+def test_a_settled_step_is_one_chained_event_carrying_the_step_and_the_action_state(new_journal):
+    import json
+
+    from synartesis.journal.rows import event_text
+
+    j = new_journal()
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": "/p", "content": "é \ud800"},
+                        prior="captured", snapshot={"content": "before"})
+    j.mark_applied(a.id, result={"ok": True}, inverse=[{"server": "fs", "tool": "write_file", "args": {"path": "/p"}}],
+                   verify={"server": "fs", "tool": "read", "args": {"path": "/p"}}, post={"present": True, "value": 1},
+                   note=None)
+    attempt = j.begin_attempt([run], "ana")
+    assert j.set_action_status(a.id, "rolling_back", expect=("applied",))
+    step = {"action": a.id, "seq": a.seq, "kind": "revert", "outcome": "restored (verified)", "reason": "state ✓"}
+    j.attempt_step(attempt, run, step, {"status": "rolled_back", "note": "restored (verified)", "reverted": "verified"})
+    lost = {**step, "kind": "skip"}  # its condition no longer holds: the step is an event of its own
+    j.attempt_step(attempt, run, lost, {"status": "rolled_back", "note": "x", "expect": ("applied",)})
+    j.finish_attempt(attempt, {run: "rolled_back"}, {"steps": [step]})
+    events = j.conn.execute("SELECT kind, undo_id, data FROM events WHERE run_id = ? ORDER BY id", (run,)).fetchall()
+    kinds = [k for k, _, _ in events]
+    assert kinds[-4:] == ["action.rolling_back", "action.rolled_back", "undo.step", "undo.end"], kinds
+    _, undo_id, data = events[-3]
+    state = json.loads(event_text(data))
+    assert state["step"] == step and state["status"] == "rolled_back" and undo_id == attempt.row(run)
+    assert j.get_action(a.id).status == "rolled_back"
+    assert j.audit(run).ok, j.audit(run).problems
+    # the step rides in the event, it is not a column: an edited row is still found
+    j.conn.execute("UPDATE actions SET reverted = 'found' WHERE id = ?", (a.id,))
+    if j.db.name == "sqlite":
+        j.conn.commit()
+    assert any("differs" in p for p in j.audit(run).problems)

@@ -128,3 +128,26 @@ def test_audit_finds_a_batch_event_edited_or_a_read_inserted_beside_it(new_journ
     assert any("action 2" in p and "differs" in p for p in problems)
     j.conn.execute("UPDATE events SET data = ? WHERE id = ?", ('{"reads":[["a",1]]}', eid))
     assert any("lists a read it does not describe" in p for p in j.audit(run).problems)
+
+
+def test_an_action_state_built_as_text_is_its_canonical_json():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from synartesis.canonical import canonical
+    from synartesis.journal.rows import ActionRow, action_state, action_state_text
+
+    text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=20)
+    opt = st.none() | text
+    num = st.none() | st.integers(min_value=-2**70, max_value=2**70)
+
+    @given(st.tuples(text, text, st.integers(), text, text, text, opt, text, text, opt, opt, opt, opt, opt, opt, text,
+                     opt, opt, opt, opt, opt, text, text, text, num, opt), st.none() | st.dictionaries(text, opt))
+    def check(values, step):
+        a = ActionRow(*values)
+        want = action_state(a)
+        if step is not None:
+            want["step"] = step
+        assert action_state_text(a, None if step is None else canonical(step)) == canonical(want)
+
+    check()
