@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from synartesis.cli.app import app
+from synartesis.cli.app import StdoutClosed, app
 from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
                                     shorten, shown)
 from synartesis.errors import PolicyError
@@ -127,7 +127,10 @@ def render_undo(report: UndoReport) -> None:
     try:
         _render_undo(out, report)
     finally:
-        out.close()
+        try:
+            out.close()
+        except StdoutClosed:  # `undo | head -1`: the work is done; its exit code still says how it ended
+            pass
 
 
 def _render_undo(out: _Report, report: UndoReport) -> None:
