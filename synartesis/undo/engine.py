@@ -294,7 +294,8 @@ def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
     if (opts.to is not None or opts.only is not None) and t.kind != "run":
         with_actions = [r for r in t.runs if r.actions]
         if len(with_actions) == 1:  # a session of one run: its seqs are the run's
-            return Target("run", with_actions[0].id, with_actions, t.session, t.picked, t.skipped)
+            picked = t.picked and f"the one run with actions of {t.name}, {t.picked}"
+            return Target("run", with_actions[0].id, with_actions, t.session, picked, t.skipped)
         flag = "--to" if opts.to is not None else "--only"
         raise UsageError(f"{flag} counts the seqs of one run; name the run (`synartesis show {t.id[:10]}` lists them)")
     return t
