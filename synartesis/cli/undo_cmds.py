@@ -204,7 +204,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     if report.left_in_place:
         n = len(report.left_in_place)
         out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
-    if report.status == "compensated" and not report.dry_run:
+    if (report.status == "compensated" or redo) and not report.dry_run:
         for line in unverified_lines(report):
             out.print(f"\n  {shown(line)}")
     if report.preview_force:
@@ -224,20 +224,24 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
 
 
 def unverified_lines(report: UndoReport) -> list[str]:
-    """Why the inverses that were only sent could not be checked, in words that fit them: a
-    compensation (nothing captured before its call to compare with) or a reversible call whose
-    rule declares no read (``move_file`` moved back); finding 7."""
+    """Why the inverses (a redo: the calls sent again) that were only sent could not be checked,
+    in words that fit them: an undo's compensation (nothing captured before its call to compare
+    with), a rule that declares no read (``move_file`` moved back, memory's ``create_relations``),
+    or a redo's read back that failed; finding 7, and a new user's for redo."""
+    redo = report.kind == "redo"
     sent = [s for s in report.steps if s.kind in ("revert", "redo") and s.outcome == "sent (unverified)"]
     no_read = [s for s in sent if s.reason.startswith("no read declared")]
-    no_prior = [s for s in sent if s not in no_read]
+    other = [s for s in sent if s not in no_read]
     out = []
-    for group, why in ((no_prior, "nothing was captured before the call to compare with"),
+    for group, why in ((other, "its read back did not answer" if redo else "nothing was captured before the call to compare with"),
                        (no_read, "its rule declares no read of the resource")):
         if group:
             n = len(group)
             tools = ", ".join(dict.fromkeys(s.tool for s in group))
-            out.append(f"{n} inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent but could not "
-                       f"be checked by reading the resource back ({why}), so marked unverified: check by hand.")
+            what = (f"call{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent again" if redo else
+                    f"inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent")
+            out.append(f"{n} {what} but could not be checked by reading the resource back ({why}), so marked "
+                       "unverified: check by hand.")
     return out
 
 
