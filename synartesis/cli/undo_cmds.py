@@ -141,6 +141,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         out.print(f"  [dim]{shown(line)}[/]")
     if report.status == "nothing":
         out.print(f"\n  {shown(report.message or 'nothing to do')}")
+        _waiting(out, report)
         out.print("\n  [bold]R E S U L T[/]  nothing " + ("redone" if redo else "undone") + " (nothing was sent)\n")
         return
     title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else _TITLES.get(report.kind, "U N D O"))
@@ -207,6 +208,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     if (report.status == "compensated" or redo) and not report.dry_run:
         for line in unverified_lines(report):
             out.print(f"\n  {shown(line)}")
+    _waiting(out, report)
     if report.preview_force:
         if report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
@@ -221,6 +223,21 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         checked = f" ({later} of them if no drift is found when the real {report.kind} reads it)" if later else ""
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'}{checked} · nothing was sent")
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+def _waiting(out: _Report, report: UndoReport) -> None:
+    """The target's calls still held for a person: undo leaves them as they are, and one
+    approved afterwards would let the agent's retry make the change after all."""
+    if not report.waiting:
+        return
+    n = len(report.waiting)
+    whole = "session" if report.target == "session" else "run"
+    out.print(f"\n  [yellow]{n} call{'s' if n != 1 else ''} of this {whole} {'are' if n != 1 else 'is'} still waiting "
+              f"for approval[/]: undo leaves {'them' if n != 1 else 'it'} held, and approved later the agent's retry "
+              "would go through. To refuse:")
+    for w in report.waiting:
+        at = f"{w['run'][:8]}:{w['seq']}" if report.target == "session" else f"seq {w['seq']}"
+        out.print(f"    synartesis deny {w['action'][:8]}    ({at} {shown(w['tool'], line=True)})")
 
 
 def unverified_lines(report: UndoReport) -> list[str]:

@@ -149,6 +149,9 @@ class UndoReport:
     skipped: list[str] = field(default_factory=list)
     message: str | None = None
     stays: str | None = None  # a halt that changes nothing: the status the halted run keeps (as shown)
+    # the target's calls still held for a person ({action, seq, run, tool}): undo leaves them,
+    # and one approved afterwards would let the agent's retry through
+    waiting: list[dict] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -197,7 +200,7 @@ class UndoReport:
                 "halted": _plain(self.halted) if self.halted else None,
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
-                "skipped": self.skipped, "message": self.message, "stays": self.stays}
+                "skipped": self.skipped, "message": self.message, "stays": self.stays, "waiting": self.waiting}
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))
@@ -373,7 +376,9 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         actions = list(reversed(j.actions_of(target.run_ids)))
     report = UndoReport(run=target.id, dry_run=preview, status="partial", preview_force=opts.force and not opts.yes,
                         kind=kind, target=target.kind, target_name=target.name, picked=target.picked,
-                        skipped=list(target.skipped))
+                        skipped=list(target.skipped),
+                        waiting=[{"action": a.id, "seq": a.seq, "run": a.run_id, "tool": a.qualified}
+                                 for a in actions if a.status == "gated"])
     in_scope, kept = _scope(j, target, actions, opts)
     runs = {r.id: r for r in target.runs}
     needed: set[tuple[str, str]] = set()
