@@ -295,9 +295,19 @@ def result_line(report: UndoReport) -> str:
     if report.asked_for_part:
         if report.kind == "redo":  # redo takes one undo at a time, newest first (a new user's finding)
             return (f"{status} — what the last undo reverted is redone; what an earlier undo of this {whole} "
-                    "reverted is still undone (`synartesis redo` again redoes it)")
-        return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect"
-    return status
+                    "reverted is still undone (`synartesis redo` again redoes it)") + _still_open(report)
+        return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect" + _still_open(report)
+    return status + _still_open(report)
+
+
+def _still_open(report: UndoReport) -> str:
+    """A forced undo or redo of a live run: it is left active (its proxy goes on journalling)."""
+    if not report.open_runs or report.dry_run:
+        return ""
+    runs = ", ".join(r[:8] for r in report.open_runs)
+    many = len(report.open_runs) != 1
+    return (f" (so far: run{'s' if many else ''} {runs} {'are' if many else 'is'} still active and left open; "
+            "what its agent does next is journalled there)")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:

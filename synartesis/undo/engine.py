@@ -152,6 +152,9 @@ class UndoReport:
     # the target's calls still held for a person ({action, seq, run, tool}): undo leaves them,
     # and one approved afterwards would let the agent's retry through
     waiting: list[dict] = field(default_factory=list)
+    # runs whose proxy is still running (a forced undo of a live run): left active, so what the
+    # agent sends next is journalled in a run that is still open; ``runs`` says what was undone
+    open_runs: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -200,7 +203,8 @@ class UndoReport:
                 "halted": _plain(self.halted) if self.halted else None,
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
-                "skipped": self.skipped, "message": self.message, "stays": self.stays, "waiting": self.waiting}
+                "skipped": self.skipped, "message": self.message, "stays": self.stays, "waiting": self.waiting,
+                "openRuns": self.open_runs}
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))
@@ -543,7 +547,11 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
             total_unverified += unverified
         statuses[rid] = status
         current = runs.get(rid)
-        if not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
+        if current is not None and current.live:
+            # a forced undo of a live run: its proxy goes on journalling into it, so it is not
+            # ended here (an ended run would look closed to prune, end_run and every view)
+            report.open_runs.append(rid)
+        elif not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
             j.set_run_status(rid, status, unverified)
     report.runs = statuses
     if not statuses and report.halted:
