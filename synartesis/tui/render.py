@@ -364,6 +364,12 @@ def undo_report_text(report: Any) -> Text:
         n = len(report.left_in_place)
         t.append(f"\n{n} action{'s' if n != 1 else ''} could not be undone and "
                  f"{'were' if n != 1 else 'was'} left in place.\n")
+    waiting = getattr(report, "waiting", None) or []
+    if waiting:  # approved after the undo, the agent's retry would make the change after all
+        n = len(waiting)
+        t.append(f"\n{n} call{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} still waiting for approval; undo "
+                 f"leaves {'them' if n != 1 else 'it'} held. To refuse: " + ", ".join(
+                     f"synartesis deny {w['action'][:8]}" for w in waiting) + " (or d in the held view)\n", "yellow")
     t.append(f"\nRESULT  {undo_notice(report)}\n", "bold")
     return t
 
