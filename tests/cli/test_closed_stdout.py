@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from helpers import FS_POLICY, files_run, spawn, synartesis_argv
 
 

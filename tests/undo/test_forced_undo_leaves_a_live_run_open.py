@@ -42,7 +42,7 @@ def test_a_forced_undo_of_a_live_session_leaves_its_run_open(tmp_path):
 
 
 def test_the_forced_undos_result_line_says_the_run_is_left_open(tmp_path):
-    manifest, journal, state, argv = kv_proxy(tmp_path)
+    manifest, journal, _, argv = kv_proxy(tmp_path)
     flags = ["--manifest", str(manifest), "--journal", str(journal)]
     with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION="live")) as s:
         s.handshake()
