@@ -112,27 +112,26 @@ class _Stdout:
     def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
         self._inner = inner
 
-    def _closed(self) -> None:
+    def _closed(self) -> StdoutClosed:
         try:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self._inner.fileno())
             os.close(null)
         except (OSError, ValueError):  # not a real file (a test's capture)
             pass
-        raise StdoutClosed()
+        return StdoutClosed()
 
     def write(self, text: str) -> int:
         try:
             return self._inner.write(text)
         except BrokenPipeError:
-            self._closed()
-            raise  # not reached
+            raise self._closed() from None
 
     def flush(self) -> None:
         try:
             self._inner.flush()
         except BrokenPipeError:
-            self._closed()
+            raise self._closed() from None
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         return getattr(self._inner, name)
@@ -160,7 +159,7 @@ def run(argv: list[str]) -> int:
     code (so do ``undo`` and ``redo``, which print after the work:
     :func:`synartesis.cli.undo_cmds.render_undo`)."""
     _load_commands(argv)
-    piped = not _isatty(sys.stdout)
+    piped = sys.stdout is not None and not _isatty(sys.stdout)
     real = sys.stdout
     if piped:
         sys.stdout = _Stdout(real)  # type: ignore[assignment]
