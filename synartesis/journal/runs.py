@@ -144,7 +144,10 @@ class RunsMixin(ActionsMixin):
         """The status a run ends with: ``complete``, or what a forced undo of it while it was
         live left (that undo does not end a live run, whose proxy goes on journalling):
         ``rolled_back`` / ``compensated`` with how many were only sent when nothing it changed
-        is still in effect, ``partial`` when something is (a call made after the undo too)."""
+        is still in effect, ``partial`` when something is (a call made after the undo too).
+        Saga mode's own rollback of a run that goes on leaves it ``complete`` (reference defect 5)."""
+        if not self._one("SELECT 1 FROM undos WHERE run_id = ? AND kind != 'saga' LIMIT 1", (run_id,)):
+            return "complete", 0
         undone = unverified = in_effect = 0
         for status, reverted, n in self._all(
                 "SELECT status, reverted, count(*) FROM actions WHERE run_id = ? AND class != 'readonly' "
