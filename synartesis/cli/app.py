@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
 
 from synartesis.errors import SynartesisError
 
-__all__ = ["app", "run", "COMMAND_MODULES"]
+__all__ = ["app", "run", "COMMAND_MODULES", "StdoutClosed"]
 
 def _hide_flag_types() -> None:
     """typer 0.29 prints a type column for every option, ``<bool>`` for flags too, which reads
@@ -98,28 +99,93 @@ app.command(
 )(_proxy_help)
 
 
-def run(argv: list[str]) -> int:
-    """Run the CLI on ``argv``; return the exit code (0 ok, 1 refused/halted, 2 usage)."""
-    _load_commands(argv)
+class StdoutClosed(Exception):
+    """The reader of stdout went away (``synartesis list | head -1``). Not an ``OSError``: typer
+    and rich turn a ``BrokenPipeError`` into exit 1, and a closed pipe is no failure."""
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs with stdout not a terminal: a write or flush that
+    finds the pipe closed points fd 1 at /dev/null (nothing more can fail, the interpreter's
+    last flush included) and raises :class:`StdoutClosed`. Everything else is the stream's."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self._inner = inner
+
+    def _closed(self) -> StdoutClosed:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._inner.fileno())
+            os.close(null)
+        except (OSError, ValueError):  # not a real file (a test's capture)
+            pass
+        return StdoutClosed()
+
+    def write(self, text: str) -> int:
+        try:
+            return self._inner.write(text)
+        except BrokenPipeError:
+            raise self._closed() from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise self._closed() from None
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._inner, name)
+
+
+def _invoke(argv: list[str]) -> int:
     try:
         # standalone mode: typer/click print usage errors and exit 2, and honour typer.Exit
         app(args=argv, prog_name="synartesis", standalone_mode=True)
+        code = 0
     except SystemExit as exc:
-        code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    try:
+        sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
+    except StdoutClosed:
+        pass  # the command had finished: its own exit code stands
+    return code
+
+
+def run(argv: list[str]) -> int:
+    """Run the CLI on ``argv``; return the exit code (0 ok, 1 refused/halted, 2 usage).
+
+    A closed stdout (the reader of a pipe exited: ``| head -1``) is no error: a command cut
+    short while printing ends quietly with exit 0, one that had finished keeps its own exit
+    code (so do ``undo`` and ``redo``, which print after the work:
+    :func:`synartesis.cli.undo_cmds.render_undo`)."""
+    _load_commands(argv)
+    piped = sys.stdout is not None and not _isatty(sys.stdout)
+    real = sys.stdout
+    if piped:
+        sys.stdout = _Stdout(real)  # type: ignore[assignment]
+    try:
+        return _invoke(argv)
     except SynartesisError as exc:
         from synartesis.printable import printable  # a message can quote a session name or a tool's text
         sys.stderr.write(f"synartesis: {printable(exc.message, keep=chr(10))}\n")
         return exc.exit_code
-    except BrokenPipeError:
+    except (StdoutClosed, BrokenPipeError):
         return 0
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug: no traceback (nor what it quotes) reaches the user
-        import os
         if os.environ.get("SYNARTESIS_DEBUG"):
             raise
         sys.stderr.write(f"synartesis: internal error ({type(exc).__name__}); this is a bug in synartesis. "
                          "Run again with SYNARTESIS_DEBUG=1 to see where it happened.\n")
         return 1
-    return 0
+    finally:
+        if piped:
+            sys.stdout = real
+
+
+def _isatty(stream) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed, or not a file
+        return False

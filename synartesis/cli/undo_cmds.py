@@ -10,7 +10,7 @@ import typer
 from rich.control import strip_control_codes
 from rich.markup import escape
 
-from synartesis.cli.app import app
+from synartesis.cli.app import StdoutClosed, app
 from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
                                     shorten, shown)
 from synartesis.errors import PolicyError
@@ -169,7 +169,10 @@ def render_undo(report: UndoReport) -> None:
     try:
         _render_undo(out, report)
     finally:
-        out.close()
+        try:
+            out.close()
+        except StdoutClosed:  # `undo | head -1`: the work is done; its exit code still says how it ended
+            pass
 
 
 def _render_undo(out: _Report, report: UndoReport) -> None:
@@ -180,6 +183,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         out.print(f"  [dim]{shown(line)}[/]")
     if report.status == "nothing":
         out.print(f"\n  {shown(report.message or 'nothing to do')}")
+        _waiting(out, report)
         out.print("\n  [bold]R E S U L T[/]  nothing " + ("redone" if redo else "undone") + " (nothing was sent)\n")
         return
     title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else _TITLES.get(report.kind, "U N D O"))
@@ -243,9 +247,10 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     if report.left_in_place:
         n = len(report.left_in_place)
         out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
-    if report.status == "compensated" and not report.dry_run:
+    if (report.status == "compensated" or redo) and not report.dry_run:
         for line in unverified_lines(report):
             out.print(f"\n  {shown(line)}")
+    _waiting(out, report)
     if report.preview_force:
         if report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
@@ -262,21 +267,40 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
 
 
+def _waiting(out: _Report, report: UndoReport) -> None:
+    """The target's calls still held for a person: undo leaves them as they are, and one
+    approved afterwards would let the agent's retry make the change after all."""
+    if not report.waiting:
+        return
+    n = len(report.waiting)
+    whole = "session" if report.target == "session" else "run"
+    out.print(f"\n  [yellow]{n} call{'s' if n != 1 else ''} of this {whole} {'are' if n != 1 else 'is'} still waiting "
+              f"for approval[/]: undo leaves {'them' if n != 1 else 'it'} held, and approved later the agent's retry "
+              "would go through. To refuse:")
+    for w in report.waiting:
+        at = f"{w['run'][:8]}:{w['seq']}" if report.target == "session" else f"seq {w['seq']}"
+        out.print(f"    synartesis deny {w['action'][:8]}    ({at} {shown(w['tool'], line=True)})")
+
+
 def unverified_lines(report: UndoReport) -> list[str]:
-    """Why the inverses that were only sent could not be checked, in words that fit them: a
-    compensation (nothing captured before its call to compare with) or a reversible call whose
-    rule declares no read (``move_file`` moved back); finding 7."""
+    """Why the inverses (a redo: the calls sent again) that were only sent could not be checked,
+    in words that fit them: an undo's compensation (nothing captured before its call to compare
+    with), a rule that declares no read (``move_file`` moved back, memory's ``create_relations``),
+    or a redo's read back that failed; finding 7, and a new user's for redo."""
+    redo = report.kind == "redo"
     sent = [s for s in report.steps if s.kind in ("revert", "redo") and s.outcome == "sent (unverified)"]
     no_read = [s for s in sent if s.reason.startswith("no read declared")]
-    no_prior = [s for s in sent if s not in no_read]
+    other = [s for s in sent if s not in no_read]
     out = []
-    for group, why in ((no_prior, "nothing was captured before the call to compare with"),
+    for group, why in ((other, "its read back did not answer" if redo else "nothing was captured before the call to compare with"),
                        (no_read, "its rule declares no read of the resource")):
         if group:
             n = len(group)
             tools = ", ".join(dict.fromkeys(s.tool for s in group))
-            out.append(f"{n} inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent but could not "
-                       f"be checked by reading the resource back ({why}), so marked unverified: check by hand.")
+            what = (f"call{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent again" if redo else
+                    f"inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent")
+            out.append(f"{n} {what} but could not be checked by reading the resource back ({why}), so marked "
+                       "unverified: check by hand.")
     return out
 
 
@@ -313,9 +337,19 @@ def result_line(report: UndoReport) -> str:
     if report.asked_for_part:
         if report.kind == "redo":  # redo takes one undo at a time, newest first (a new user's finding)
             return (f"{status} — what the last undo reverted is redone; what an earlier undo of this {whole} "
-                    "reverted is still undone (`synartesis redo` again redoes it)")
-        return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect"
-    return status
+                    "reverted is still undone (`synartesis redo` again redoes it)") + _still_open(report)
+        return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect" + _still_open(report)
+    return status + _still_open(report)
+
+
+def _still_open(report: UndoReport) -> str:
+    """A forced undo or redo of a live run: it is left active (its proxy goes on journalling)."""
+    if not report.open_runs or report.dry_run:
+        return ""
+    runs = ", ".join(r[:8] for r in report.open_runs)
+    many = len(report.open_runs) != 1
+    return (f" (so far: run{'s' if many else ''} {runs} {'are' if many else 'is'} still active and left open; "
+            "what its agent does next is journalled there)")
 
 
 def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str], as_json: bool) -> int:

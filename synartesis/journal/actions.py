@@ -26,6 +26,9 @@ __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
 # How a tool error after a write is settled by re-reading the resource (issue 10 item 4).
 ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown"}
 
+# compact JSON in the value's own key order (ASCII text only: see _key_and_ref), built once
+_IN_ORDER = json.JSONEncoder(separators=(",", ":")).encode
+
 
 class ActionsMixin(ChainMixin):
     def own_run(self, run_id: str, next_seq: Callable[[], int]) -> None:
@@ -168,7 +171,11 @@ class ActionsMixin(ChainMixin):
             names = quoted.get(server + "\0" + tool)
             if names is None:
                 names = quoted[server + "\0" + tool] = f"[{canonical(server)},{canonical(tool)},"
-            return sha256_hex(f"{names}{text}]".encode("utf-8", "surrogatepass")), "=" + text  # as call_key: a name may hold a lone surrogate
+            # the ref keeps the keys in the call's order (``show`` prints them as the agent sent
+            # them; put_json's inline form): with at most one ":" there is one key at most, so
+            # the canonical text is that form already and is not serialised twice
+            ordered = text if text.count(":") < 2 else _IN_ORDER(args)
+            return sha256_hex(f"{names}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered  # as call_key: a name may hold a lone surrogate
         return call_key(server, tool, args), self.put_json(args)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,

@@ -125,14 +125,43 @@ class RunsMixin(ActionsMixin):
         if ended_at is None:
             last = self._one("SELECT max(updated_at) FROM actions WHERE run_id = ?", (run_id,))
             ended_at = (last[0] if last else None) or now_iso()
-        cur = self._q("UPDATE runs SET status = 'complete', ended_at = ?, end_note = ? WHERE id = ? AND status = 'active'",
-                      (ended_at, note, run_id))
+        status, unverified = self._ended_status(run_id)
+        cur = self._q("UPDATE runs SET status = ?, unverified = ?, ended_at = ?, end_note = ? WHERE id = ? AND status = 'active'",
+                      (status, unverified, ended_at, note, run_id))
         if not cur.rowcount:
             return False
-        self._event(run_id, kind, {"status": "complete", "note": note} if note else {"status": "complete"})
+        data: dict[str, Any] = {"status": status}
+        if unverified:
+            data["unverified"] = unverified
+        if note:
+            data["note"] = note
+        self._event(run_id, kind, data)
         for (aid,) in self._all("SELECT id FROM actions WHERE run_id = ? AND status = 'pending'", (run_id,)):
             self._set(aid, "unknown", note=_PENDING_NOTE, expect=("pending",))
         return True
+
+    def _ended_status(self, run_id: str) -> tuple[str, int]:
+        """The status a run ends with: ``complete``, or what a forced undo of it while it was
+        live left (that undo does not end a live run, whose proxy goes on journalling):
+        ``rolled_back`` / ``compensated`` with how many were only sent when nothing it changed
+        is still in effect, ``partial`` when something is (a call made after the undo too).
+        Saga mode's own rollback of a run that goes on leaves it ``complete`` (reference defect 5)."""
+        if not self._one("SELECT 1 FROM undos WHERE run_id = ? AND kind != 'saga' LIMIT 1", (run_id,)):
+            return "complete", 0
+        undone = unverified = in_effect = 0
+        for status, reverted, n in self._all(
+                "SELECT status, reverted, count(*) FROM actions WHERE run_id = ? AND class != 'readonly' "
+                "GROUP BY status, reverted", (run_id,)):
+            if status == "rolled_back":
+                undone += n
+                unverified += n if reverted == "unverified" else 0
+            elif status in IN_EFFECT:
+                in_effect += n
+        if not undone:
+            return "complete", 0
+        if in_effect:
+            return "partial", 0
+        return ("compensated", unverified) if unverified else ("rolled_back", 0)
 
     def _reap_stale(self) -> int:
         """Close every active run whose proxy is gone (inside a transaction); return how many."""

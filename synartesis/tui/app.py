@@ -45,6 +45,7 @@ from synartesis.tui.render import (
     run_line,
     run_pane,
     session_line,
+    status_width,
 )
 from synartesis.tui.screens import HELP, JOB_KEYS, JobScreen, ReasonScreen, TextScreen
 from synartesis.tui.widgets import Item, Pager
@@ -221,9 +222,10 @@ class ConsoleApp(App[None]):
             if not self.available:
                 return [], self.problem or "no journal"
             items = []
+            width = status_width([*self.sessions, *(r for sv in self.sessions for r in sv.runs)])
             for sv in self.sessions:
-                items.append(Item(sv.id, [session_line(sv)], sv))
-                items.extend(Item(r.id, [run_line(r, indent=True)], r) for r in sv.runs)
+                items.append(Item(sv.id, [session_line(sv, width)], sv))
+                items.extend(Item(r.id, [run_line(r, indent=True, width=width)], r) for r in sv.runs)
             return (items, "No agent has done anything through this journal yet. Sessions appear here as agents work.")
         if self.view == "run":
             session = isinstance(self.open_run, SessionView)

@@ -19,7 +19,7 @@ from synartesis.journal import RunRow
 from synartesis.printable import printable
 from synartesis.services.runs import CLASS_BADGE, ActionView, class_words
 
-__all__ = ["short", "when", "run_counts", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
+__all__ = ["short", "when", "run_counts", "status_width", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
            "action_pane", "held_lines", "held_pane", "preview_text", "client_lines", "client_pane", "undo_report_text",
            "undo_notice", "live_report_text", "live_notice", "detail_text", "plain_frame",
            "header_text", "prior_word", "inverse_text", "held_reason"]
@@ -107,12 +107,19 @@ def _status(run: Any) -> str:
     return run.shown_status
 
 
-def session_line(session: Any) -> Text:
-    """One row of the runs view for an agent session: id, last activity, status, agent, runs and counts."""
+def status_width(rows: Iterable[Any]) -> int:
+    """The status column's width for these runs and sessions: the widest status they show
+    (``compensated (unverified: 12)``), at least 11, so piped rows keep their columns."""
+    return max([11, *(len(_status(r)) for r in rows)])
+
+
+def session_line(session: Any, width: int = 11) -> Text:
+    """One row of the runs view for an agent session: id, last activity, status (``width``
+    wide: :func:`status_width`), agent, runs and counts."""
     t = Text()
     t.append(session.id[:10], "bold")
     t.append(f" {when(session.session.last_at or session.session.started_at)}  ")
-    t.append(f"{_status(session):<11}", RUN_STYLE.get(session.status, ""))
+    t.append(f"{_status(session):<{width}}", RUN_STYLE.get(session.status, ""))
     t.append(f" {short(session.who, 12):<12} ")
     n = len(session.runs)
     if n != 1:  # one run is shown right below it
@@ -131,14 +138,15 @@ def session_pane(session: Any) -> list[Text]:
             Text(f"started {when(s.started_at)} · grouped by {how} · u undoes every run of it, newest action first")]
 
 
-def run_line(run: RunRow, indent: bool = False) -> Text:
-    """One row of the runs view: id, start, status, agent, counts (indented under its session)."""
+def run_line(run: RunRow, indent: bool = False, width: int = 11) -> Text:
+    """One row of the runs view: id, start, status (``width`` wide: :func:`status_width`),
+    agent, counts (indented under its session)."""
     t = Text()
     if indent:
         t.append("└ ")
     t.append(run.id[:8], "bold")
     t.append(f"  {when(run.started_at)}  " if not indent else f" {when(run.started_at)}  ")
-    t.append(f"{_status(run):<11}", RUN_STYLE.get(run.status, ""))
+    t.append(f"{_status(run):<{width}}", RUN_STYLE.get(run.status, ""))
     what = ", ".join(sorted(run.servers)) if indent else who(run)
     width = 12 if indent else 18
     t.append(f" {short(what or who(run), width):<{width}} ")
@@ -356,6 +364,12 @@ def undo_report_text(report: Any) -> Text:
         n = len(report.left_in_place)
         t.append(f"\n{n} action{'s' if n != 1 else ''} could not be undone and "
                  f"{'were' if n != 1 else 'was'} left in place.\n")
+    waiting = getattr(report, "waiting", None) or []
+    if waiting:  # approved after the undo, the agent's retry would make the change after all
+        n = len(waiting)
+        t.append(f"\n{n} call{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} still waiting for approval; undo "
+                 f"leaves {'them' if n != 1 else 'it'} held. To refuse: " + ", ".join(
+                     f"synartesis deny {w['action'][:8]}" for w in waiting) + " (or d in the held view)\n", "yellow")
     t.append(f"\nRESULT  {undo_notice(report)}\n", "bold")
     return t
 
@@ -461,13 +475,14 @@ def plain_frame(path: Path | str, runs: list[RunRow] | None, held: Iterable[Acti
     out.append("")
     if sessions is not None:
         out.append("SESSIONS (newest first), each with its runs")
+        width = status_width([*sessions, *(r for s in sessions for r in s.runs)])
         shown = 0
         for s in sessions:
             if shown >= max_runs:
                 break
-            out.append("  " + session_line(s).plain)
+            out.append("  " + session_line(s, width).plain)
             for run in s.runs:
-                out.append("  " + run_line(run, indent=True).plain)
+                out.append("  " + run_line(run, indent=True, width=width).plain)
             shown += 1 + len(s.runs)
         if not sessions:
             out.append("  No agent has done anything through this journal yet.")
@@ -477,8 +492,9 @@ def plain_frame(path: Path | str, runs: list[RunRow] | None, held: Iterable[Acti
         out.append("RUNS (newest first)")
         if not runs:
             out.append("  No agent has done anything through this journal yet.")
+        width = status_width(runs[:max_runs])
         for run in runs[:max_runs]:
-            out.append("  " + run_line(run).plain)
+            out.append("  " + run_line(run, width=width).plain)
         if len(runs) > max_runs:
             out.append(f"  … {len(runs) - max_runs} more (synartesis list)")
     out.append("")

@@ -149,6 +149,12 @@ class UndoReport:
     skipped: list[str] = field(default_factory=list)
     message: str | None = None
     stays: str | None = None  # a halt that changes nothing: the status the halted run keeps (as shown)
+    # the target's calls still held for a person ({action, seq, run, tool}): undo leaves them,
+    # and one approved afterwards would let the agent's retry through
+    waiting: list[dict] = field(default_factory=list)
+    # runs whose proxy is still running (a forced undo of a live run): left active, so what the
+    # agent sends next is journalled in a run that is still open; ``runs`` says what was undone
+    open_runs: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -197,7 +203,8 @@ class UndoReport:
                 "halted": _plain(self.halted) if self.halted else None,
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
-                "skipped": self.skipped, "message": self.message, "stays": self.stays}
+                "skipped": self.skipped, "message": self.message, "stays": self.stays, "waiting": self.waiting,
+                "openRuns": self.open_runs}
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))
@@ -294,7 +301,8 @@ def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
     if (opts.to is not None or opts.only is not None) and t.kind != "run":
         with_actions = [r for r in t.runs if r.actions]
         if len(with_actions) == 1:  # a session of one run: its seqs are the run's
-            return Target("run", with_actions[0].id, with_actions, t.session, t.picked, t.skipped)
+            picked = t.picked and f"the one run with actions of {t.name}, {t.picked}"
+            return Target("run", with_actions[0].id, with_actions, t.session, picked, t.skipped)
         flag = "--to" if opts.to is not None else "--only"
         raise UsageError(f"{flag} counts the seqs of one run; name the run (`synartesis show {t.id[:10]}` lists them)")
     return t
@@ -372,7 +380,9 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         actions = list(reversed(j.actions_of(target.run_ids)))
     report = UndoReport(run=target.id, dry_run=preview, status="partial", preview_force=opts.force and not opts.yes,
                         kind=kind, target=target.kind, target_name=target.name, picked=target.picked,
-                        skipped=list(target.skipped))
+                        skipped=list(target.skipped),
+                        waiting=[{"action": a.id, "seq": a.seq, "run": a.run_id, "tool": a.qualified}
+                                 for a in actions if a.status == "gated"])
     in_scope, kept = _scope(j, target, actions, opts)
     runs = {r.id: r for r in target.runs}
     needed: set[tuple[str, str]] = set()
@@ -537,7 +547,11 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
             total_unverified += unverified
         statuses[rid] = status
         current = runs.get(rid)
-        if not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
+        if current is not None and current.live:
+            # a forced undo of a live run: its proxy goes on journalling into it, so it is not
+            # ended here (an ended run would look closed to prune, end_run and every view)
+            report.open_runs.append(rid)
+        elif not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
             j.set_run_status(rid, status, unverified)
     report.runs = statuses
     if not statuses and report.halted:

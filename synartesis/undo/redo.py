@@ -125,7 +125,9 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
         for rid in redone:
             still = any(a.status == "rolled_back" and a.cls != "readonly" for a in j.actions(rid))
             statuses[rid] = "partial" if (still and not preview) or report.halted else "redone"
-            if not preview:
+            if rid in runs and runs[rid].live:  # --force on a live run: left open, as undo leaves it
+                report.open_runs.append(rid)
+            elif not preview:
                 j.set_run_status(rid, statuses[rid])
         report.runs = statuses
         report.status = ("partial" if report.halted or "partial" in statuses.values()

@@ -15,7 +15,7 @@ from synartesis.errors import UsageError
 from synartesis.journal import ActionRow, Journal, RunRow, SessionRow
 from synartesis.journal.rows import NOTHING_TO_RESTORE
 
-__all__ = ["Target", "resolve_target", "newest_target", "pick_session", "undoable", "describe_session"]
+__all__ = ["Target", "resolve_target", "newest_target", "pick_session", "undoable", "describe_session", "nothing_left"]
 
 
 @dataclass
@@ -125,11 +125,11 @@ def pick_session(j: Journal, *, allow_live: bool = False,
     """
     work = j.undoable_counts(replan)
     skipped: list[str] = []
-    nothing: list[str] = []
+    nothing: list[SessionRow] = []
     live: list[Target] = []
     for s in j.list_sessions():
         if not work.get(s.id):
-            nothing.append(s.id[:10] + (f" ({s.name or s.client})" if s.name or s.client else ""))
+            nothing.append(s)
             continue
         t = _session_target(j, s)
         if t.live_runs and not allow_live:
@@ -139,14 +139,75 @@ def pick_session(j: Journal, *, allow_live: bool = False,
         t.picked = (f"the newest session with something to undo: {n} action{'s' if n != 1 else ''} "
                     f"across {len(t.runs)} run{'s' if len(t.runs) != 1 else ''}")
         if nothing:
-            skipped.insert(0, _nothing_line(nothing, "newer "))
+            skipped[:0] = _nothing_lines(j, nothing, "newer ")
         t.skipped = skipped
         return t, skipped, live
     if nothing:
-        skipped.insert(0, _nothing_line(nothing, ""))
+        skipped[:0] = _nothing_lines(j, nothing, "")
     return None, skipped, live
 
 
-def _nothing_line(ids: list[str], newer: str) -> str:
-    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
-    return f"skipped {len(ids)} {newer}session{'s' if len(ids) != 1 else ''} with nothing left to undo: {shown}"
+_SHOWN = 5  # skipped sessions named one by one, with why; the rest are counted
+
+
+def _nothing_lines(j: Journal, sessions: list[SessionRow], newer: str) -> list[str]:
+    """``skipped 2 newer sessions with nothing left to undo:`` then one line per session (the
+    newest three) saying why: a new user saw them named and could not tell why each was passed."""
+    n = len(sessions)
+    lines = [f"skipped {n} {newer}session{'s' if n != 1 else ''} with nothing left to undo:"]
+    for s in sessions[:_SHOWN]:
+        who = f" ({s.name or s.client})" if s.name or s.client else ""
+        runs = j.session_runs(s.id)
+        lines.append(f"  {s.id[:10]}{who}: {nothing_left(j.actions_of([r.id for r in runs]))}")
+    if n > _SHOWN:
+        lines.append(f"  and {n - _SHOWN} more")
+    return lines
+
+
+def nothing_left(actions: list[ActionRow]) -> str:
+    """Why a session with nothing left to undo (:meth:`Journal.undoable_counts`) has none, in
+    words: ``only reads``, ``already undone``, ``its only calls stay in place: an approved
+    creation (nothing existed before it to put back)``, ``its only call was never applied
+    (waiting for approval)``, or those parts joined when they mix (reads are then not named)."""
+    undone = stay_new = stay_irr = 0
+    never: dict[str, int] = {}
+    for a in actions:
+        if a.cls == "readonly":
+            continue
+        if a.status == "rolled_back":
+            undone += 1
+        elif a.status in _NEVER:
+            why = "approved, its retry recorded on its own" if a.status == "approved" and a.used_by else _NEVER[a.status]
+            never[why] = never.get(why, 0) + 1
+        elif (a.note or "").startswith(NOTHING_TO_RESTORE):
+            stay_new += 1
+        else:  # applied, irreversible, no inverse
+            stay_irr += 1
+    if not (undone or stay_new or stay_irr or never):
+        return "only reads" if actions else "it recorded no calls"
+    calls = undone + stay_new + stay_irr + sum(never.values())
+    one = calls == 1
+    stays = [part for part in (
+        _count(stay_new, "an approved creation (nothing existed before it to put back)",
+               "approved creations (nothing existed before them to put back)"),
+        _count(stay_irr, "an irreversible call", "irreversible calls")) if part]
+    parts = []
+    if undone:
+        parts.append("already undone" if undone == calls else _count(undone, "a call already undone", "calls already undone"))
+    if stays:
+        what = ", ".join(stays)
+        parts.append(f"its only {'call stays' if one else 'calls stay'} in place: {what}"
+                     if stay_new + stay_irr == calls else f"left in place: {what}")
+    if never:
+        what = ", ".join(f"{n} {why}" for why, n in never.items())
+        parts.append(f"its only {'call was' if one else 'calls were'} never applied ({what})"
+                     if sum(never.values()) == calls else f"never applied: {what}")
+    return "; ".join(parts)
+
+
+# what an action that was never applied is, as a skipped session's line says it
+_NEVER = {"gated": "waiting for approval", "denied": "denied", "failed": "failed", "approved": "approved, never retried"}
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return "" if not n else one if n == 1 else f"{n} {many}"

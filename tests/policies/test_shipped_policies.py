@@ -148,3 +148,19 @@ def test_synap_holds_log_exchange_and_reads_the_rest() -> None:
         assert p.rule_for("synap", tool, {}).cls == "readonly"
     header = "\n".join(load_shipped("synap").header)
     assert "Provenance: documented" in header and "Where it runs out" in header
+
+
+def test_the_readme_opening_names_every_irreversible_call_a_shipped_policy_lets_through() -> None:
+    """A new user's finding (round 6): the README's opening said calls that cannot be undone are
+    held, while the shipped git policy records `git_create_branch` and `git_checkout` as
+    irreversible with `gate: never` (they only add a ref, or switch a branch git will not let
+    lose work: holding them would stop an agent for nothing). The opening says what is held."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    opening = " ".join(readme.split("## Set up")[0].split())
+    through = [(pid, r.match.split(".", 1)[1]) for pid in shipped_ids()
+               for r in parse_policy(_text(pid), f"{pid}.yaml").rules if r.cls == "irreversible" and r.gate == "never"]
+    assert ("git", "git_create_branch") in through
+    for pid, tool in through:
+        assert f"`{tool}`" in opening, (pid, tool)
+    assert "gate: never" in opening

@@ -17,3 +17,12 @@ def test_the_held_call_diff_splits_at_newlines_only_and_shows_a_carriage_return(
     preview = SimpleNamespace(production=[], current={"present": True}, diffs=[("content", diff)], note=None)
     plain = preview_text(preview).plain
     assert "+evil\\x1b[2K\\r+fine\n" in plain, plain
+
+
+def test_the_consoles_undo_report_names_calls_still_waiting_for_approval():
+    from synartesis.tui.render import undo_report_text
+    from synartesis.undo import UndoReport
+    report = UndoReport(run="s-1", dry_run=True, status="rolled_back", target="session",
+                        waiting=[{"action": "850acced-0000", "seq": 2, "run": "b8d3f7b1-0000", "tool": "crm.send_email"}])
+    text = undo_report_text(report).plain
+    assert "1 call is still waiting for approval; undo leaves it held. To refuse: synartesis deny 850acced" in text, text
