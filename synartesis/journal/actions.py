@@ -12,7 +12,7 @@ Every status change is conditional where a race is possible (``expect``) and app
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring
+from json.encoder import JSONEncoder, encode_basestring
 from typing import Any, Callable, Iterable
 
 from synartesis.canonical import call_key, canonical, sha256_hex
@@ -27,7 +27,7 @@ __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
 ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown"}
 
 # compact JSON in the value's own key order (ASCII text only: see _key_and_ref), built once
-_IN_ORDER = json.JSONEncoder(separators=(",", ":")).encode
+_IN_ORDER = JSONEncoder(separators=(",", ":")).encode
 
 
 class ActionsMixin(ChainMixin):
