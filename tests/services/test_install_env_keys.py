@@ -132,15 +132,21 @@ def test_the_same_env_text_expanded_differently_by_two_clients_is_two_servers(fa
     assert keys(plan) == {"claude-code:memory": "memory", "codex:memory": "memory-codex"}
 
 
-def test_a_user_scope_and_a_local_scope_entry_of_one_name_are_told_apart(fake_home, tmp_path):
-    from synartesis.services.launch_env import entry_env_of
-
+def _two_scopes(fake_home, tmp_path):
+    """~/.claude.json with a user-scope and a local-scope `memory`, each with its own graph."""
     proj = tmp_path / "proj"
     proj.mkdir()
     place(fake_home, "claude-code", json.dumps({
         "mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:], "env": {"MEMORY_FILE_PATH": "/data/user.jsonl"}}},
         "projects": {str(proj): {"mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:],
                                                              "env": {"MEMORY_FILE_PATH": "/data/local.jsonl"}}}}}}))
+    return proj
+
+
+def test_a_user_scope_and_a_local_scope_entry_of_one_name_are_told_apart(fake_home, tmp_path):
+    from synartesis.services.launch_env import entry_env_of
+
+    _two_scopes(fake_home, tmp_path)
     env = make_env(fake_home)
     plan, _ = install(env, tmp_path)
     assert sorted(e.policy_key for e in plan.entries) == ["memory", "memory-claude-code"]
@@ -152,12 +158,7 @@ def test_a_user_scope_and_a_local_scope_entry_of_one_name_are_told_apart(fake_ho
 def test_an_old_shared_key_between_scopes_names_each_entry_by_its_scope(fake_home, tmp_path, monkeypatch):
     import synartesis.services.install as install_mod
 
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    place(fake_home, "claude-code", json.dumps({
-        "mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:], "env": {"MEMORY_FILE_PATH": "/data/user.jsonl"}}},
-        "projects": {str(proj): {"mcpServers": {"memory": {"command": MEM[0], "args": MEM[1:],
-                                                             "env": {"MEMORY_FILE_PATH": "/data/local.jsonl"}}}}}}))
+    proj = _two_scopes(fake_home, tmp_path)
     env = make_env(fake_home)
     with monkeypatch.context() as old:
         old.setattr(install_mod, "_ident", lambda entry, command, args, *_: install_mod._fp(command, args))
