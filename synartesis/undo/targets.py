@@ -202,6 +202,10 @@ def nothing_left(actions: list[ActionRow]) -> str:
         what = ", ".join(f"{n} {why}" for why, n in never.items())
         parts.append(f"its only {'call was' if one else 'calls were'} never applied ({what})"
                      if sum(never.values()) == calls else f"never applied: {what}")
+    waiting = [a.id[:8] for a in actions if a.status == "gated"]
+    if waiting:  # approved later, the agent's retry would make the change after all
+        shown = ", ".join(f"`synartesis deny {i}`" for i in waiting[:3]) + (" …" if len(waiting) > 3 else "")
+        parts.append(f"refuse what waits with {shown}")
     return "; ".join(parts)
 
 

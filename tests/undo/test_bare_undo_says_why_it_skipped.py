@@ -41,9 +41,12 @@ def test_bare_undo_says_why_it_skipped_each_newer_session(tmp_path, fs_server):
     lines = [" ".join(line.split()) for line in report["skipped"]]
     assert lines[0] == "skipped 5 newer sessions with nothing left to undo:", lines
     why = {line.split(" (")[1].split(")")[0]: line.split("): ", 1)[1] for line in lines[1:]}
+    with open_journal(tmp_path / "j.db") as j:  # a new user's round 7: the bare form names the deny too
+        [waiting] = [a for r in j.list_runs() for a in j.actions(r.id) if a.status == "gated"]
     assert why == {
         "reads": "only reads",
-        "waiting": "its only call was never applied (1 waiting for approval)",
+        "waiting": f"its only call was never applied (1 waiting for approval); refuse what waits with "
+                   f"`synartesis deny {waiting.id[:8]}`",
         "created": "its only call stays in place: an approved creation (nothing existed before it to put back)",
         "held": "its only call was never applied (1 approved, its retry recorded on its own)",
         "undone": "already undone",
