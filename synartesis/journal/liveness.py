@@ -232,6 +232,23 @@ def env_given_by_client(environ: dict[str, str] | None = None) -> list[str] | No
     theirs = _environ_of(client.pid) if client.pid else None
     if theirs is None:
         return None
-    mine = os.environ if environ is None else environ
+    if environ is None:
+        # the environment this process was started with: Python itself may have added to
+        # os.environ since (PEP 538 sets LC_CTYPE when it coerces the C locale), and what it
+        # added no client gave (an undo's own Python coerces the same way)
+        mine = (_environ_of(os.getpid()) if sys.platform.startswith("linux") else None) or dict(os.environ)
+        if _coerced(mine, theirs):
+            mine.pop("LC_CTYPE", None)
+    else:
+        mine = environ
     return sorted(k for k, v in mine.items() if v and theirs.get(k) != v
                   and k not in _BOOKKEEPING and not k.startswith("SYNARTESIS_"))
+
+
+def _coerced(mine: dict[str, str], theirs: dict[str, str]) -> bool:
+    """Is ``mine``'s LC_CTYPE the one Python's C-locale coercion sets (PEP 538: LC_ALL unset,
+    the C or POSIX locale, LC_CTYPE set to a UTF-8 variant of C), not one the client had?"""
+    value = mine.get("LC_CTYPE")
+    if value is None or "LC_CTYPE" in theirs or mine.get("LC_ALL"):
+        return False
+    return value in ("C.UTF-8", "C.utf8", "UTF-8") and mine.get("LANG", "C") in ("", "C", "POSIX")
