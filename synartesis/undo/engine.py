@@ -562,8 +562,8 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         report.status = "partial" if report.halted else "nothing"
         if report.status == "nothing":
             report.message = f"nothing to undo in {report.target_name}: " + _why_nothing(report)
-    elif report.halted or "partial" in statuses.values():
-        report.status = "partial"
+    elif report.halted or "partial" in statuses.values() or any(s.kind == "permanent" for s in report.steps):
+        report.status = "partial"  # also when what was left in place is in a run it reverted nothing of
     elif "compensated" in statuses.values():
         report.status, report.unverified = "compensated", total_unverified
     else:
