@@ -410,8 +410,12 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         wants_gate = True
         if action is None:
             return
-    # a plain read is forwarded first and journalled once its answer has gone to the client
-    if action is None and rule.cls == "readonly" and rule.snapshot is None and rule.verify is None:
+    # a plain read is forwarded first and journalled once its answer has gone to the client;
+    # so is a call the on_write gate let through as a read (a SELECT under sqlite's read_query,
+    # irreversible for anything else): it is journalled readonly, as what it was, not as a
+    # call that "cannot be undone"
+    passed_as_read = (rule.gate == "on_write" and not wants_gate and not rule.inverse)
+    if action is None and (rule.cls == "readonly" or passed_as_read) and rule.snapshot is None and rule.verify is None:
         host.forward_read(ctx, run_id, server, tool, rule_name, args)
         return
     approved = wants_gate
@@ -519,6 +523,10 @@ def _gate_reason(rule: Rule, wants_gate: bool) -> str:
         undo = "undo it" if rule.cls == "reversible" else "compensate for it"
         return (f"the policy asks a person to approve every call of this tool (rule {rule.match}: "
                 f"{rule.cls}, gate: always); synartesis can {undo} once it is done")
+    if wants_gate and rule.gate == "on_write":
+        what = f"its {rule.sql_arg} is not a plain read (only a read-only statement passes unasked)" if rule.sql_arg \
+            else "its arguments are not plain reads (only read-only statements pass unasked)"
+        return f"{what}, and as a write {IRREVERSIBLE}"
     return IRREVERSIBLE
 
 

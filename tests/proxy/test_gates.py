@@ -152,3 +152,11 @@ tools:
         held = s.call(2, "get", {"key": "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d"})
         assert held["isError"] is True and "holding" in held["content"][0]["text"]
         s.close()
+    # the read it let through is journalled as what it was, a read (not "cannot be undone");
+    # the held one says why it was held (new user round 8)
+    assert "not a plain read" in held["content"][0]["text"], held
+    with open_journal(journal) as j:
+        [run] = j.list_runs()
+        assert [(a.cls, a.status) for a in j.actions(run.id)] == [("readonly", "applied"), ("irreversible", "gated")]
+    preview = cli("undo", run.id[:8], "--dry-run", "--manifest", str(manifest), "--journal", str(journal))
+    assert "cannot be undone" not in preview.stdout and "irreversible" not in preview.stdout, preview.stdout
