@@ -788,7 +788,7 @@ class _Walk:
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                           + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
-                          f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}")
+                          f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
                 if not opts.force:
                     if not preview:
                         j.set_action_status(a.id, "unrecoverable", note=detail)
@@ -869,10 +869,33 @@ class _Walk:
         finds no drift), with the drift check left to the real undo (``check: deferred``). It
         counts as verified when its inverse will be checked by a re-read (a captured prior)."""
         self.plan(a, key, before, inverse, verify)
+        note = self.left_note(a)
         return Step(a.seq, a.id, a.qualified, "revert", f"checked only during the real undo: step {by} of this plan "
                     "changes what this step reads first, and a dry run cannot know the state it leaves there; "
                     "the inverse would be applied if the resource has not drifted", calls=inverse, outcome="would call",
-                    verified=before is not None, replanned=replanned, check="deferred")
+                    verified=before is not None, replanned=replanned, check="deferred",
+                    detail=note.strip() + ("; the real undo will find it drifted" if note else "") or None)
+
+    def left_after(self, a: ActionRow) -> list[ActionRow]:
+        """Newer actions of ``a``'s session, still in effect, that touched what ``a`` touched
+        (:func:`later_writes`) and that this walk leaves as they are (not reverted, not planned):
+        what makes ``a``'s resource differ from the state its run left, which is no one else's
+        edit (new user round 8: an approved, irreversible ``add_observations`` on an entity a
+        ``create_entities`` of the same session made)."""
+        gone = {s.action for s in self.report.steps if s.kind in ("revert", "overwrite", "already-reverted")}
+        runs = Target("run", a.run_id, list(self.runs.values()))
+        return [b for b in later_writes(self.j, runs, a) if b.id not in gone]
+
+    def left_note(self, a: ActionRow) -> str:
+        """A detail line naming :meth:`left_after`'s actions, or ``""``."""
+        left = self.left_after(a)
+        if not left:
+            return ""
+        names = ", ".join(f"{self.label(b)} {b.qualified}" + (f" (approved by {b.decided_by})" if b.decided_by else "")
+                          for b in left)
+        did = "that call" if len(left) == 1 else "those calls"
+        return (f"\n  changed after it by this session: {names}, which this undo leaves in place; overwriting it "
+                f"(--force --yes) also removes what {did} did")
 
     def stopped(self) -> bool:
         """Was this undo stopped (its servers killed) from another thread?"""
