@@ -33,7 +33,7 @@ from synartesis.errors import ConflictError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
-from synartesis.policy.refs import RefError
+from synartesis.policy.refs import RefError, resolve_template
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.proxy.pipeline import resolve_call
 from synartesis.undo.overlap import action_touches, shares, undo_touches
@@ -391,7 +391,16 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         if a.cls == "readonly" or a.status in NEVER_APPLIED or a.status == "rolled_back":
             continue
         if a.status in ("pending", "unknown") and not opts.force:
-            break
+            verify = load(a.verify_ref)
+            run = runs.get(a.run_id)
+            if not verify or a.prior not in ("captured", "absent") or (
+                    a.status == "pending" and not (run is not None and run.stale)):
+                break
+            # settled by a read of its resource (Walk.one): its read's and its inverse's servers
+            needed.add((a.run_id, verify["server"]))
+            inv, _ = _unknown_plan(j, a, opts.policy, load(a.snapshot_ref) if a.prior == "captured" else None)
+            needed.update((a.run_id, c["server"]) for c in inv or [])
+            continue
         if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
             break
         for call in (load(a.inverse_ref) or []):
@@ -687,6 +696,13 @@ class _Walk:
         return self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
                                     timeout=self.opts.call_timeout, meta=meta)
 
+    def settled_by_read(self, a: ActionRow) -> bool:
+        """Is ``a``'s outcome unknown, with a pre-read that can settle it (:meth:`one`)? A
+        ``pending`` call of a run whose proxy is gone counts (a dry run does not close it)."""
+        run = self.runs.get(a.run_id)
+        return (bool(a.verify_ref) and a.prior in ("captured", "absent")
+                and (a.status == "unknown" or (a.status == "pending" and run is not None and bool(run.stale))))
+
     def status_step(self, a: ActionRow) -> Step | None:
         """The step an action's status alone decides (no server contact), or None."""
         q, opts = a.qualified, self.opts
@@ -702,6 +718,8 @@ class _Walk:
         if opts.skip_irreversible and a.cls == "irreversible":
             return Step(a.seq, a.id, q, "permanent", "irreversible: saga mode never rolls it back; left in place")
         if a.status in ("pending", "unknown"):
+            if not opts.force and self.settled_by_read(a):
+                return None  # settled by a read of the resource (Walk.one, _unknown_plan)
             if opts.force:
                 # a person looked at it and chose to go on: whatever it did stays as it is
                 return Step(a.seq, a.id, q, "permanent", "outcome unknown; stepped over because of --force "
@@ -726,7 +744,12 @@ class _Walk:
         post = self.load(a.post_ref)
         snapshot = self.load(a.snapshot_ref) if a.prior == "captured" else None
         replanned = False
-        if opts.replan and opts.policy is not None:
+        unknown = a.status in ("pending", "unknown")  # settled by a read (status_step let it through)
+        if unknown:
+            inverse, post = _unknown_plan(j, a, opts.policy, snapshot)
+            if post is None:
+                return self._unknown_read(a, verify, prior_state(a, snapshot))
+        elif opts.replan and opts.policy is not None:
             inv, ver, err = replan_action(j, a, opts.policy)
             if err:
                 return Step(a.seq, a.id, q, "halt", "replan failed", detail=err, replanned=True)
@@ -758,11 +781,12 @@ class _Walk:
                 check, obs, simulated_by = "simulated", planned[1], planned[2]
             else:
                 waiting = self.begin_read(a, verify)
-                if not preview and a.status != "rolling_back":
+                if not preview and a.status != "rolling_back" and not unknown:
                     # Claimed while the drift read is in flight: the commit overlaps the server's
                     # work. A claim that then finds drift (or the state already back) is settled
                     # from rolling_back as it would have been from applied; killed in between,
-                    # the next undo re-reads it, as after any claim (see take_steps).
+                    # the next undo re-reads it, as after any claim (see take_steps). An unknown
+                    # outcome is claimed only once the read shows the call applied (below).
                     if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
                         waiting()  # its answer is not left behind for the next request
                         return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
@@ -780,7 +804,10 @@ class _Walk:
             if _same(obs, post):
                 verified = True
             elif before is not None and _same(obs, before):
-                if not preview:
+                if not preview and unknown:
+                    j.set_action_status(a.id, "rolled_back", expect=("unknown",), reverted="found",
+                                        note=f"{UNKNOWN_FOUND_BEFORE}: {a.note or 'outcome unknown'}")
+                elif not preview:
                     j.set_action_status(a.id, "rolled_back", note="found already in the state the inverse would produce",
                                         reverted="found")
                 return Step(a.seq, a.id, q, "already-reverted", "the resource is already in the state this inverse would produce",
@@ -789,6 +816,9 @@ class _Walk:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                           + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
                           f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
+                if unknown:  # neither before nor after the call: nothing tells what happened; left as it is
+                    return Step(a.seq, a.id, q, "halt", UNKNOWN_NEITHER, detail=_unknown_detail(a, before, obs, post),
+                                expected=post, actual=obs, check=check)
                 if not opts.force:
                     if not preview:
                         j.set_action_status(a.id, "unrecoverable", note=detail)
@@ -806,7 +836,10 @@ class _Walk:
             return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
                         "tell whether it applied", detail=a.note)
 
-        if verified and simulated_by:
+        if verified and unknown:
+            reason = ("outcome unknown, but the resource is as the call would have left it: it applied; "
+                      + ("the inverse would be applied" if preview else "applying inverse"))
+        elif verified and simulated_by:
             reason = f"checked against the state step {simulated_by} leaves (a dry run sends nothing); the inverse would be applied"
         elif verified:
             reason = "state matches; the inverse would be applied" if preview else "state matches; applying inverse"
@@ -822,7 +855,7 @@ class _Walk:
                         verified=verified and before is not None, replanned=replanned, check=check)
 
         if a.status != "rolling_back" and not claimed:
-            if not j.set_action_status(a.id, "rolling_back", expect=("applied", "unrecoverable")):
+            if not j.set_action_status(a.id, "rolling_back", expect=("unknown",) if unknown else ("applied", "unrecoverable")):
                 return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
         for k, call in enumerate(inverse):
             key = f"{a.run_id}:{a.seq}" + (f":{k + 1}" if len(inverse) > 1 else "")
@@ -897,6 +930,34 @@ class _Walk:
         return (f"\n  changed after it by this session: {names}, which this undo leaves in place; overwriting it "
                 f"(--force --yes) also removes what {did} did")
 
+    def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:
+        """Settle an ``unknown`` action whose post-state cannot be computed (the policy declares
+        none) by a read: found as it was before the call, nothing is left to undo (the call did
+        not apply, or was put back); anything else halts, both states shown, for a person."""
+        q, preview = a.qualified, self.preview
+        planned = self.planned_state(a, verify, self.key(a, verify)) if preview else None
+        if planned is not None and planned[0] == "deferred":
+            return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, check="deferred", detail=(
+                f"the real undo reads the resource to settle it, and step {planned[2]} of this plan changes it "
+                "first, so a dry run cannot tell what that read will show"))
+        if planned is not None:
+            obs, check = planned[1], "simulated"
+        else:
+            current, check = self.read(a, verify), "now" if preview else None
+            obs = current.observation()
+            if obs is None:
+                if self.stopped():
+                    return Step(a.seq, a.id, q, "halt", _STOPPED)
+                return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, check=check,
+                            detail=f"a read to settle it failed: {current.reason}\n{UNKNOWN_WAY}")
+        if before is not None and _same(obs, before):
+            if not preview:
+                self.j.set_action_status(a.id, "rolled_back", expect=("unknown",), reverted="found",
+                                         note=f"{UNKNOWN_FOUND_BEFORE}: {a.note or 'outcome unknown'}")
+            return Step(a.seq, a.id, q, "already-reverted", UNKNOWN_FOUND_BEFORE, verified=True, check=check)
+        return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, detail=_unknown_detail(a, before, obs, None),
+                    expected=before, actual=obs, check=check)
+
     def stopped(self) -> bool:
         """Was this undo stopped (its servers killed) from another thread?"""
         return self.opts.stop is not None and self.opts.stop.is_set()
@@ -909,6 +970,48 @@ class _Walk:
         else:
             self.j.set_action_status(a.id, "applied", note=note)
         return Step(a.seq, a.id, a.qualified, "halt", "the inverse failed", detail=note)
+
+
+UNKNOWN_HALT = ("outcome unknown: the call was sent but no answer was recorded (the proxy or server stopped "
+                "mid-call, or it timed out), and a read of the resource does not settle whether it applied")
+UNKNOWN_NEITHER = ("outcome unknown, and the resource is neither as it was before the call nor as the call "
+                   "would have left it")
+UNKNOWN_FOUND_BEFORE = "outcome unknown, but the resource is as it was before the call: nothing to undo"
+UNKNOWN_WAY = ("Check the resource by hand; `undo --force` then steps over this action (leaving whatever it did) "
+               "and undoes the older ones.")
+
+
+def _unknown_plan(j: Journal, a: ActionRow, policy: Policy | None, snapshot: Any) -> tuple[list | None, dict | None]:
+    """(inverse, post-state) of an ``unknown`` action, rebuilt from the rule that recorded it
+    when that rule is still the policy's rule for the call and declares ``post_state``: what
+    the resource holds if the call applied. (None, None) when either cannot be known (no
+    policy, another rule now, no ``post_state``, or a template that needs the call's result,
+    which an unknown outcome never recorded)."""
+    if policy is None or a.rule is None:
+        return None, None
+    args = j.get_json(a.args_ref)
+    rule = policy.rule_for(a.server, a.tool, args)
+    declared = getattr(rule, "post_state", None)
+    if not rule.matched or rule.match != a.rule or declared is None or not rule.inverse:
+        return None, None
+    scope: dict[str, Any] = {"args": args}
+    if a.prior == "captured":
+        scope["snapshot"] = snapshot
+    try:
+        inverse = [resolve_call(c, scope) for c in rule.inverse]
+        post = {"present": True, "value": resolve_template(declared, scope)}
+    except RefError:
+        return None, None
+    return inverse, post
+
+
+def _unknown_detail(a: ActionRow, before: dict | None, now: dict, after: dict | None) -> str:
+    lines = [a.note or "outcome unknown",
+             f"  before the call:  {canonical(before) if before is not None else 'not captured'}"]
+    if after is not None:
+        lines.append(f"  if it applied:    {canonical(after)}")
+    lines += [f"  now:              {canonical(now)}", UNKNOWN_WAY]
+    return "\n".join(lines)
 
 
 def saga_text(report: UndoReport, error: str) -> str:

@@ -1,0 +1,106 @@
+"""A write whose outcome is unknown (its proxy was killed mid-call) is settled by a read of the
+resource at undo time: as before the call, nothing is left to undo; as the call would leave it
+(the rule declares ``post_state``), it applied and is reverted; anything else halts with both
+states shown. A fake server is needed here: a real one answers before a kill can land mid-call."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
+
+DECLARED = FAKE_POLICY.replace('''  - match: "kv.slow_put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''  - match: "kv.slow_put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
+    post_state: {key: "$.key", value: "$.value"}''', 1)
+assert DECLARED != FAKE_POLICY
+
+
+def _killed_mid_call(tmp_path, policy):
+    """k0 written (applied), then a slow write of k1 = "x" killed mid-call; the orphaned server
+    finishes it. Returns (manifest, journal, state file)."""
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=policy)
+    with RawSession(argv) as s:
+        s.handshake()
+        s.call(1, "put", {"key": "k0", "value": "agent"})
+        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": 1}}})
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with open_journal(journal) as j:
+                acts = [a for r in j.list_runs() for a in j.actions(r.id)]
+            if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
+                break
+            time.sleep(0.05)
+        os.kill(s.proc.pid, signal.SIGKILL)
+        s.proc.wait(10)
+    deadline = time.monotonic() + 15
+    while json.loads(state.read_text()).get("k1") != "x" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}
+    return manifest, journal, state
+
+
+def _cli(manifest, journal, *args):
+    return cli(*args, "--manifest", str(manifest), "--journal", str(journal))
+
+
+def _statuses(journal):
+    with open_journal(journal) as j:
+        [run] = j.list_runs()
+        return [a.status for a in j.actions(run.id)], j.audit(run.id).ok
+
+
+def test_an_unknown_write_found_as_the_call_leaves_it_is_undone(tmp_path):
+    manifest, journal, state = _killed_mid_call(tmp_path, DECLARED)
+    assert _statuses(journal) == (["applied", "pending"], True)  # pending until the run is found stale
+    preview = _cli(manifest, journal, "undo", "--dry-run")
+    assert preview.returncode == 0, preview.stdout + preview.stderr
+    assert "as the call would have left it: it applied" in preview.stdout
+    assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}  # a dry run sends nothing
+    done = _cli(manifest, journal, "undo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
+    assert _statuses(journal) == (["rolled_back", "rolled_back"], True)
+
+
+def test_an_unknown_write_found_as_before_the_call_needs_no_undo(tmp_path):
+    manifest, journal, state = _killed_mid_call(tmp_path, FAKE_POLICY)  # no post_state: the prior still settles it
+    state.write_text(json.dumps({"k0": "agent", "k1": "v1"}))  # a person put k1 back by hand
+    done = _cli(manifest, journal, "undo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "as it was before the call: nothing to undo" in done.stdout
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}  # the older write is undone too
+    assert _statuses(journal) == (["rolled_back", "rolled_back"], True)
+
+
+def test_an_unknown_write_found_in_a_third_state_halts_with_every_state_shown(tmp_path):
+    manifest, journal, state = _killed_mid_call(tmp_path, DECLARED)
+    state.write_text(json.dumps({"k0": "agent", "k1": "someone"}))
+    halted = _cli(manifest, journal, "undo")
+    assert halted.returncode == 1, halted.stdout + halted.stderr
+    out = " ".join(halted.stdout.split())
+    assert "neither as it was before the call nor as the call would have left it" in out
+    assert '"value":"v1"' in out and '"value":"x"' in out and '"value":"someone"' in out
+    assert json.loads(state.read_text()) == {"k0": "agent", "k1": "someone"}  # nothing was changed
+    assert _statuses(journal) == (["applied", "unknown"], True)  # left for a person, still unknown
+    forced = _cli(manifest, journal, "undo", "--force", "--yes")  # after looking: step over it, undo the rest
+    assert "stepped over because of --force" in forced.stdout, forced.stdout + forced.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "someone"}
+
+
+def test_without_a_declared_post_state_a_changed_resource_still_halts(tmp_path):
+    manifest, journal, state = _killed_mid_call(tmp_path, FAKE_POLICY)
+    halted = _cli(manifest, journal, "undo")
+    assert halted.returncode == 1, halted.stdout + halted.stderr
+    out = " ".join(halted.stdout.split())
+    assert "a read of the resource does not settle whether it applied" in out
+    assert '"value":"v1"' in out and '"value":"x"' in out and "undo --force" in out
+    assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}
+    assert _statuses(journal) == (["applied", "unknown"], True)
