@@ -230,7 +230,18 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             # the target by id: a bare `undo` picks the newest session, which may be another one
             # (a new user followed `undo --force` and got a plan for a newer session)
             tid = report.run if report.target == "session" else report.run[:8]
-            if redo:
+            if h.cause == "launch":
+                # a launch refusal names its own way on (set the variable, fix the entry); the
+                # drift menu would send the user to --force (adversarial review 8, round 7)
+                if redo:
+                    again = f"`synartesis redo {shown(tid)}` again"
+                elif h.reason.startswith("could not read"):  # recorded as a halt: --replan checks it again
+                    again = f"`synartesis undo {shown(tid)} --replan` (it checks this step again)"
+                else:
+                    again = f"`synartesis undo {shown(tid)}` again"
+                out.print(f"\n  Nothing {'after this was re-sent' if redo else 'older than this was touched'}: the server "
+                          f"was not started, for the reason above. Do what it says, then run {again}.")
+            elif redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
                 out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
                 out.print(f"    2. put the resource back the way the undo left it, then run `synartesis redo {shown(tid)}` again;")
@@ -252,7 +263,14 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             out.print(f"\n  {shown(line)}")
     _waiting(out, report)
     if report.preview_force:
-        if report.overwrites:
+        if report.halted:
+            # --force steps over drift, not over this halt (a new user's round 7: "nothing has drifted")
+            at = _where(report, report.halted).strip()
+            over = (f" after overwriting {len(report.overwrites)} drifted resource(s) shown above"
+                    if report.overwrites else "")
+            out.print(f"\n  --force --yes would halt at sequence {at} too{over}: {shown(report.halted.reason)} "
+                      "(--force sends past drift, not past this). Nothing was sent.")
+        elif report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
         elif report.deferred_checks:
             out.print("\n  nothing this preview could check has drifted; --force --yes would also overwrite whatever the "
