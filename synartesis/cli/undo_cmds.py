@@ -17,6 +17,7 @@ from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
 from synartesis.services.context import default_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
+from synartesis.undo.words import unverified_lines, unverified_why
 
 _KIND_STYLE = {"revert": "green", "already-reverted": "green", "redo": "green", "already-redone": "green",
                "skip": "dim", "permanent": "yellow", "kept": "dim", "left": "dim", "halt": "bold red",
@@ -194,7 +195,8 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     aside = [s for s in report.steps if s.kind in ("kept", "left")]
     for s in main:
         style = _KIND_STYLE.get(s.kind, "")
-        tag = "  \\[unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
+        why = unverified_why(report, s)
+        tag = "" if why is None else f"  \\[unverified{': ' + why if why else ''}]"
         out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}{tag}")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
@@ -298,28 +300,6 @@ def _waiting(out: _Report, report: UndoReport) -> None:
     for w in report.waiting:
         at = f"{w['run'][:8]}:{w['seq']}" if report.target == "session" else f"seq {w['seq']}"
         out.print(f"    synartesis deny {w['action'][:8]}    ({at} {shown(w['tool'], line=True)})")
-
-
-def unverified_lines(report: UndoReport) -> list[str]:
-    """Why the inverses (a redo: the calls sent again) that were only sent could not be checked,
-    in words that fit them: an undo's compensation (nothing captured before its call to compare
-    with), a rule that declares no read (``move_file`` moved back, memory's ``create_relations``),
-    or a redo's read back that failed; finding 7, and a new user's for redo."""
-    redo = report.kind == "redo"
-    sent = [s for s in report.steps if s.kind in ("revert", "redo") and s.outcome == "sent (unverified)"]
-    no_read = [s for s in sent if s.reason.startswith("no read declared")]
-    other = [s for s in sent if s not in no_read]
-    out = []
-    for group, why in ((other, "its read back did not answer" if redo else "nothing was captured before the call to compare with"),
-                       (no_read, "its rule declares no read of the resource")):
-        if group:
-            n = len(group)
-            tools = ", ".join(dict.fromkeys(s.tool for s in group))
-            what = (f"call{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent again" if redo else
-                    f"inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent")
-            out.append(f"{n} {what} but could not be checked by reading the resource back ({why}), so marked "
-                       "unverified: check by hand.")
-    return out
 
 
 def result_line(report: UndoReport) -> str:
