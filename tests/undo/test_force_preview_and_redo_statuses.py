@@ -1,7 +1,8 @@
 """A new user's findings (round 5), on the shipped memory policy and the real memory server:
 - the `--force` preview of a drifted `create_entities` said "would end rolled_back" where
-  `--force --yes` then ended otherwise: the preview now says what the real run will (since
-  round 7 the create is pre-read, so both end `rolled_back`);
+  `--force --yes` then ended `compensated (unverified: 1)` (nothing was captured before the
+  create, so its inverse cannot be read back as verified): the preview now says what the real
+  run will;
 - `redo` said plain `redone` when a step was only sent again, not read back (`create_relations`
   has no read): it now says `redone (unverified: N)`."""
 import json
@@ -20,7 +21,7 @@ def test_the_force_preview_ends_as_the_forced_undo_does(tmp_path, memory_server)
     done = json.loads(forced.stdout)
     assert forced.returncode == 0, forced.stdout
     assert preview["forcePreview"] and preview["statusText"] == done["statusText"], (preview["statusText"], done["statusText"])
-    assert done["statusText"] == "rolled_back"  # the create is read back against its pre-read (round 7)
+    assert done["statusText"] == "compensated (unverified: 1)"
 
 
 def test_redo_counts_the_calls_it_could_not_read_back(tmp_path, memory_server):

@@ -75,16 +75,16 @@ def test_redo_names_the_variable_the_client_entry_no_longer_sets(fake_home, tmp_
     assert "MEMORY_FILE_PATH" in done["halted"]["detail"] and "not started" in done["halted"]["detail"]
     assert plan["halted"]["detail"] == done["halted"]["detail"]
     # the preview says what the real redo does: it keeps the session's status
-    assert plan["stays"] == done["stays"] == "rolled_back", (plan["stays"], done["stays"])
+    assert plan["stays"] == done["stays"] == "compensated (unverified: 1)", (plan["stays"], done["stays"])
     said = " ".join(force.stdout.split())
     assert force.returncode == 1 and "nothing has drifted" not in said, said
     assert "--force --yes would halt at sequence" in said and "could not read current state" in said, said
-    assert "the session stays rolled_back (dry run)" in said, said
+    assert "the session stays compensated (unverified: 1) (dry run)" in said, said
 
     text = " ".join(cli("redo").stdout.split())
     assert "MEMORY_FILE_PATH" in text and "Three ways on" not in text, text
     assert "the server was not started, for the reason above. Do what it says, then run `synartesis redo" in text, text
-    assert "the session stays rolled_back" in text, text
+    assert "the session stays compensated (unverified: 1)" in text, text
 
     # a shell that sets it instead: used, with a warning (its value cannot be checked)
     other = cli("redo", "--dry-run", env=dict(terminal_without_it(), MEMORY_FILE_PATH=str(tmp_path / "other.jsonl")))
