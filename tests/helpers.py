@@ -438,6 +438,22 @@ def files_run(tmp_path: Path, fs_server: list[str], files: dict[str, str], calls
     return root, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
 
 
+def memory_run(tmp_path: Path, memory_server: list[str], calls: list[tuple[str, dict]],
+               policy: str | None = None) -> tuple[Path, dict[str, str], list[str]]:
+    """One agent run against the real memory server, through the proxy under ``policy``
+    (default: the shipped ``policies/memory.yaml``), its graph ``mem.jsonl`` in ``tmp_path``:
+    each of ``calls`` ([(tool, args)]) must succeed. Returns (the graph file, the env that
+    points the server at it, the ``--manifest``/``--journal`` flags for the CLI)."""
+    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
+    manifest.write_text(policy if policy is not None else (REPO / "policies" / "memory.yaml").read_text())
+    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
+    with RawSession(proxy_argv("memory", manifest, journal, memory_server), env=env) as s:
+        s.handshake()
+        for n, (tool, args) in enumerate(calls, 1):
+            assert not s.call(n, tool, args).get("isError"), (tool, args)
+    return mem, env, ["--manifest", str(manifest), "--journal", str(journal)]
+
+
 def cli(*args: str, env: dict | None = None, cwd: str | Path | None = None, timeout: float = 120,
         input: str | None = None) -> subprocess.CompletedProcess:
     """Run the CLI; return the completed process (text mode). Registered for reaping."""

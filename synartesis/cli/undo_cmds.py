@@ -17,6 +17,7 @@ from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
 from synartesis.services.context import default_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
+from synartesis.undo.words import unverified_lines, unverified_why
 
 _KIND_STYLE = {"revert": "green", "already-reverted": "green", "redo": "green", "already-redone": "green",
                "skip": "dim", "permanent": "yellow", "kept": "dim", "left": "dim", "halt": "bold red",
@@ -194,7 +195,8 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     aside = [s for s in report.steps if s.kind in ("kept", "left")]
     for s in main:
         style = _KIND_STYLE.get(s.kind, "")
-        tag = "  \\[unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
+        why = unverified_why(report, s)
+        tag = "" if why is None else f"  \\[unverified{': ' + why if why else ''}]"
         out.print(f"  {_where(report, s)}  [{style}]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}{tag}")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
@@ -230,7 +232,18 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             # the target by id: a bare `undo` picks the newest session, which may be another one
             # (a new user followed `undo --force` and got a plan for a newer session)
             tid = report.run if report.target == "session" else report.run[:8]
-            if redo:
+            if h.cause == "launch":
+                # a launch refusal names its own way on (set the variable, fix the entry); the
+                # drift menu would send the user to --force (adversarial review 8, round 7)
+                if redo:
+                    again = f"`synartesis redo {shown(tid)}` again"
+                elif h.reason.startswith("could not read"):  # recorded as a halt: --replan checks it again
+                    again = f"`synartesis undo {shown(tid)} --replan` (it checks this step again)"
+                else:
+                    again = f"`synartesis undo {shown(tid)}` again"
+                out.print(f"\n  Nothing {'after this was re-sent' if redo else 'older than this was touched'}: the server "
+                          f"was not started, for the reason above. Do what it says, then run {again}.")
+            elif redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
                 out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
                 out.print(f"    2. put the resource back the way the undo left it, then run `synartesis redo {shown(tid)}` again;")
@@ -252,7 +265,14 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             out.print(f"\n  {shown(line)}")
     _waiting(out, report)
     if report.preview_force:
-        if report.overwrites:
+        if report.halted:
+            # --force steps over drift, not over this halt (a new user's round 7: "nothing has drifted")
+            at = _where(report, report.halted).strip()
+            over = (f" after overwriting {len(report.overwrites)} drifted resource(s) shown above"
+                    if report.overwrites else "")
+            out.print(f"\n  --force --yes would halt at sequence {at} too{over}: {shown(report.halted.reason)} "
+                      "(--force sends past drift, not past this). Nothing was sent.")
+        elif report.overwrites:
             out.print(f"\n  --force --yes would overwrite {len(report.overwrites)} drifted resource(s) shown above. Nothing was sent.")
         elif report.deferred_checks:
             out.print("\n  nothing this preview could check has drifted; --force --yes would also overwrite whatever the "
@@ -280,28 +300,6 @@ def _waiting(out: _Report, report: UndoReport) -> None:
     for w in report.waiting:
         at = f"{w['run'][:8]}:{w['seq']}" if report.target == "session" else f"seq {w['seq']}"
         out.print(f"    synartesis deny {w['action'][:8]}    ({at} {shown(w['tool'], line=True)})")
-
-
-def unverified_lines(report: UndoReport) -> list[str]:
-    """Why the inverses (a redo: the calls sent again) that were only sent could not be checked,
-    in words that fit them: an undo's compensation (nothing captured before its call to compare
-    with), a rule that declares no read (``move_file`` moved back, memory's ``create_relations``),
-    or a redo's read back that failed; finding 7, and a new user's for redo."""
-    redo = report.kind == "redo"
-    sent = [s for s in report.steps if s.kind in ("revert", "redo") and s.outcome == "sent (unverified)"]
-    no_read = [s for s in sent if s.reason.startswith("no read declared")]
-    other = [s for s in sent if s not in no_read]
-    out = []
-    for group, why in ((other, "its read back did not answer" if redo else "nothing was captured before the call to compare with"),
-                       (no_read, "its rule declares no read of the resource")):
-        if group:
-            n = len(group)
-            tools = ", ".join(dict.fromkeys(s.tool for s in group))
-            what = (f"call{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent again" if redo else
-                    f"inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent")
-            out.append(f"{n} {what} but could not be checked by reading the resource back ({why}), so marked "
-                       "unverified: check by hand.")
-    return out
 
 
 def result_line(report: UndoReport) -> str:

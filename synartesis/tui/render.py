@@ -18,6 +18,7 @@ from rich.text import Text
 from synartesis.journal import RunRow
 from synartesis.printable import printable
 from synartesis.services.runs import CLASS_BADGE, ActionView, class_words
+from synartesis.undo.words import unverified_lines, unverified_why
 
 __all__ = ["short", "when", "run_counts", "status_width", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
            "action_pane", "held_lines", "held_pane", "preview_text", "client_lines", "client_pane", "undo_report_text",
@@ -337,7 +338,8 @@ def undo_report_text(report: Any) -> Text:
         where = f"{(s.run or '')[:8]}:{s.seq:<3}" if session else f"{s.seq:>3}"
         t.append(f"{where}  ")
         t.append(f"{s.kind:<16}", STEP_STYLE.get(s.kind, ""))
-        tag = "  [unverified]" if s.kind in ("revert", "redo") and not s.verified and s.outcome != "would call" else ""
+        why = unverified_why(report, s)
+        tag = "" if why is None else f"  [unverified{': ' + why if why else ''}]"
         t.append(f" {s.tool}  {s.reason}{tag}\n")
         for call in s.calls or []:
             verb = "would call" if s.outcome == "would call" or s.kind == "overwrite" else "called"
@@ -358,12 +360,17 @@ def undo_report_text(report: Any) -> Text:
         t.append(f"{h.reason}\n")
         for line in (h.detail or "").splitlines():
             t.append(f"  {line}\n")
-        if not report.dry_run:
+        if not report.dry_run and getattr(h, "cause", None) == "launch":
+            t.append("The server was not started, for the reason above: do what it says, then try again.\n")
+        elif not report.dry_run:
             t.append("Nothing older than this was touched. See `synartesis undo --help` for --replan and --force.\n")
     if report.left_in_place:
         n = len(report.left_in_place)
         t.append(f"\n{n} action{'s' if n != 1 else ''} could not be undone and "
                  f"{'were' if n != 1 else 'was'} left in place.\n")
+    if (report.status == "compensated" or getattr(report, "kind", "undo") == "redo") and not report.dry_run:
+        for line in unverified_lines(report):  # what the CLI says of them, word for word (stop 19 left it out)
+            t.append(f"\n{line}\n", "yellow")
     waiting = getattr(report, "waiting", None) or []
     if waiting:  # approved after the undo, the agent's retry would make the change after all
         n = len(waiting)

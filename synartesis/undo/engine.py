@@ -101,6 +101,8 @@ class Step:
     checked for drift: ``now`` (read as it is now), ``simulated`` (against the state a planned
     step with the very same read leaves) or ``deferred`` (checked only during the real undo or
     redo: a planned step changes the resource first in a way the journal cannot predict).
+    ``cause`` (a halt): ``launch`` when the server was not started (:mod:`synartesis.undo.launch`
+    refused: the way on is the one the detail names, not the drift menu).
     """
 
     seq: int
@@ -119,6 +121,7 @@ class Step:
     gseq: int | None = None
     after: Any = None
     check: str | None = None
+    cause: str | None = None
 
 
 @dataclass
@@ -251,6 +254,19 @@ def prior_state(a: ActionRow, snapshot: Any) -> dict | None:
     if a.prior == "absent":
         return {"present": False}
     return None
+
+
+def launch_cause(pool: ServerPool, run_id: str, server: str, detail: str) -> tuple[str | None, str]:
+    """(cause, detail) of a halt on ``server``'s read: cause ``launch`` when the server was
+    not started (``detail`` is then the reason it was refused); a server started with a
+    variable from this shell that the run's client entry gave it appends that doubt, since the
+    read may be of other data (a new user's round 7: a deleted ``MEMORY_FILE_PATH``)."""
+    note = pool.launch_note(run_id, server)
+    if note is None:
+        return None, detail
+    if note[0] == "refused":
+        return "launch", note[1]
+    return None, f"{detail}\n{note[1]}"
 
 
 def resource_key(run: RunRow | None, read: dict | None) -> str | None:
@@ -800,7 +816,9 @@ class _Walk:
                 if obs is None:
                     if not preview:
                         j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
-                    return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=current.reason)
+                    cause, why = launch_cause(self.pool, a.run_id, verify["server"], current.reason)
+                    return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=why,
+                                cause=cause)
             if _same(obs, post):
                 verified = True
             elif before is not None and _same(obs, before):
@@ -822,8 +840,8 @@ class _Walk:
                 if not opts.force:
                     if not preview:
                         j.set_action_status(a.id, "unrecoverable", note=detail)
-                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=post, actual=obs,
-                                check=check)
+                    return Step(a.seq, a.id, q, "halt", "drift detected", expected=post, actual=obs, check=check,
+                                detail=launch_cause(self.pool, a.run_id, verify["server"], detail)[1])
                 forced = True
                 step_expected, step_actual = post, obs
                 if preview:
@@ -867,7 +885,9 @@ class _Walk:
                     note = f"rollback halted at sequence {a.seq}: the inverse's outcome is unknown: {exc.message}"
                     j.set_action_status(a.id, "rolling_back", note=note)
                     return Step(a.seq, a.id, q, "halt", "the inverse's outcome is unknown", detail=note, calls=inverse)
-                return self._inverse_failed(a, k, f"the inverse was not sent: {exc.message}")
+                step = self._inverse_failed(a, k, f"the inverse was not sent: {exc.message}")
+                step.cause = launch_cause(self.pool, a.run_id, call["server"], "")[0] if k == 0 else None
+                return step
             self.report.sent += 1
             if is_error(result):
                 return self._inverse_failed(a, k, f"the inverse was refused: {error_text(result)}")

@@ -12,7 +12,10 @@ The proxy also records the names (never the values) of the variables its client 
 server (``env``). One that neither the client entry, the policy nor this environment sets is
 named in a warning; when the policy's ``env`` names it (the server reads it: a memory server
 without its ``MEMORY_FILE_PATH`` opens another graph) the server is not started. One that is
-set here is taken as it is (values are never recorded, so a different value cannot be noticed).
+set here is taken as it is (values are never recorded, so a different value cannot be noticed);
+when the client entry it was installed from no longer sets it, a warning says this shell's value
+is used. A drift or failed-read halt on that server repeats the reason
+(:meth:`~synartesis.undo.servers.ServerPool.launch_note`).
 
 The recorded launch line and the policy keep secret arguments only as
 :data:`~synartesis.redact.SECRET_MARK` (issue 9 item 3). Such a line is completed from the
@@ -46,6 +49,7 @@ class LaunchSpec:
     env: dict[str, str]
     cwd: str | None
     warnings: list[str] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)  # env taken from this shell that the entry gave the run
 
 
 EntryEnv = Callable[[Mapping[str, Any]], "dict[str, str] | None"]
@@ -173,6 +177,8 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
     Returns:
         ({name: LaunchSpec}, problems) where problems name servers that cannot be started.
     """
+    from synartesis.clients.entries import display_name
+
     environ = dict(os.environ if environ is None else environ)
     specs: dict[str, LaunchSpec] = {}
     problems: list[str] = []
@@ -199,7 +205,8 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
                 continue
             command, args = real
         env = dict(environ)
-        entry = _entry_env(pspec.origin if pspec else None, entry_env) or {}
+        read_entry = _entry_env(pspec.origin if pspec else None, entry_env)
+        entry = read_entry or {}
         shared = _shared(name, pspec.origin if pspec else None, entry_env)
         if shared is not None:
             why = _dispute(name, shared, environ, entry)
@@ -224,18 +231,31 @@ def launch_specs(servers: set[str], recorded: Mapping[str, Any], policy: Policy 
                         unset.add(k)
         missing = [k for k in ((rec.get("env") or []) if rec else [])
                    if isinstance(k, str) and k not in entry and (k not in env or k in unset)]
-        why = (f"this run's server was given {', '.join(missing)} by its client, and undo cannot give it again "
+        shown = ", ".join(display_name(k) for k in missing)
+        why = (f"this run's server was given {shown} by its client, and undo cannot give it again "
                "(the journal keeps names, never values; no client entry it was installed from sets it, and it is "
                "not set here)")
         if pspec is not None and any(k in pspec.env for k in missing):
             # the policy says the server reads it: started without it, it could open other data
-            problems.append(f"{name}: {why}, so it is not started: it would open other data. Set it as the client "
-                            "does (`NAME=value synartesis undo …`) and retry")
+            first = display_name(next(k for k in missing if k in pspec.env))
+            problems.append(f"{name}: {why}, so it is not started: it would open other data. Put {shown} back in the "
+                            f"client entry, or set it as the client did (`{first}=… synartesis …`), and retry")
             continue
         if missing:
             warnings.append(f"{name}: {why}; it is started without it (set it and retry if the server reads it)")
+        # given by the entry then, taken from this shell now, and the policy says the server reads
+        # it: the value cannot be compared (a new user's round 7: the entry's MEMORY_FILE_PATH was
+        # deleted; a shell that sets it to another graph would have undo act there)
+        doubts = [k for k in ((rec.get("env") or []) if rec else [])
+                  if isinstance(k, str) and read_entry is not None and pspec is not None and k in pspec.env
+                  and k not in entry and k not in missing and env.get(k)]
+        doubt = (f"{name}: this run's server was given {', '.join(display_name(k) for k in doubts)} by its client "
+                 "entry, which no longer sets it; this shell's value is used, and it may not be the one the run had "
+                 "(the journal keeps names, never values)") if doubts else None
+        if doubt:
+            warnings.append(doubt)
         if cwd and not os.path.isdir(cwd):
             warnings.append(f"{name}: the recorded working directory {cwd} is gone; using the current one")
             cwd = None
-        specs[name] = LaunchSpec(name, command, args, env, cwd, warnings)
+        specs[name] = LaunchSpec(name, command, args, env, cwd, warnings, [doubt] if doubt else [])
     return specs, problems

@@ -17,10 +17,10 @@ from typing import Any
 
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError
-from synartesis.journal import ActionRow, Journal, RunRow, UndoRow
+from synartesis.journal import ActionRow, Journal, RunRow, UndoRow, status_text
 from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, prior_state,
+from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, launch_cause, prior_state,
                                     replan_action, resource_key, take_steps)
 from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
@@ -130,6 +130,10 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             elif not preview:
                 j.set_run_status(rid, statuses[rid])
         report.runs = statuses
+        if not statuses and report.halted and (halted := runs.get(report.halted.run or "")) is not None:
+            # a halt before anything is redone leaves the status as it is: a preview says so too,
+            # as undo's does (a new user's round 7: the dry run said it would end partial)
+            report.stays = status_text(halted.status, halted.unverified)
         report.status = ("partial" if report.halted or "partial" in statuses.values()
                          else "redone" if statuses else "nothing")
         # sent again but not read back: said in the RESULT line (``redone (unverified: N)``); a
@@ -149,6 +153,7 @@ class _Redo:
                  after: dict[str, Any], attempt: str, runs: dict[str, RunRow]) -> None:
         self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
         self.attempt, self.runs = attempt, runs
+        self.failed = ""  # why the last read failed
         # planned redos, in the order the real redo sends them (oldest first): the state each
         # leaves its read (the post-state the first call left) and what each touches
         self.simulated: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # key → (state, step, order)
@@ -179,6 +184,7 @@ class _Redo:
 
     def read(self, a: ActionRow, read: dict) -> dict | None:
         out = self.pool.read(a.run_id, read, timeout=self.opts.read_timeout, max_bytes=self.opts.max_snapshot_bytes)
+        self.failed = out.reason if out.kind == "failed" else ""
         return out.observation()
 
     def one(self, a: ActionRow) -> Step:
@@ -222,8 +228,10 @@ class _Redo:
             else:
                 now = self.read(a, verify)
             if now is None:
+                failed = f"the read {verify['server']}.{verify['tool']} failed" + (f": {self.failed}" if self.failed else "")
+                cause, why = launch_cause(self.pool, a.run_id, verify["server"], failed)
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
-                            detail=f"the read {verify['server']}.{verify['tool']} failed")
+                            detail=why, cause=cause)
             if canonical(now) == canonical(expected):
                 verified, reason = True, ("state is as the undo left it; " if by is None else
                                           f"checked against the state step {by} leaves (a dry run sends nothing); ") + (
@@ -238,8 +246,8 @@ class _Redo:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state the undo left it in.\n"
                           f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}")
                 if not opts.force:
-                    return Step(a.seq, a.id, q, "halt", "drift detected", detail=detail, expected=expected, actual=now,
-                                check=check)
+                    return Step(a.seq, a.id, q, "halt", "drift detected", expected=expected, actual=now, check=check,
+                                detail=launch_cause(self.pool, a.run_id, verify["server"], detail)[1])
                 if self.preview:
                     return Step(a.seq, a.id, q, "overwrite", "drifted; --force --yes would send the call anyway",
                                 detail=detail, calls=call, expected=expected, actual=now, check=check)
@@ -262,7 +270,8 @@ class _Redo:
                 j.set_action_status(a.id, "unknown", note=note, expect=("pending",))
                 return Step(a.seq, a.id, q, "halt", "the redo's outcome is unknown", detail=note, calls=call)
             j.set_action_status(a.id, "rolled_back", note=f"redo not sent: {exc.message}", expect=("pending",))
-            return Step(a.seq, a.id, q, "halt", "the redo was not sent", detail=exc.message, calls=call)
+            return Step(a.seq, a.id, q, "halt", "the redo was not sent", detail=exc.message, calls=call,
+                        cause=launch_cause(self.pool, a.run_id, a.server, "")[0])
         self.report.sent += 1
         if is_error(result):
             again = self.read(a, verify) if verify is not None else None

@@ -83,6 +83,14 @@ class ServerPool:
     def why_not(self, run_id: str, server: str) -> str:
         return f"server {server} is not running"
 
+    def launch_note(self, run_id: str, server: str) -> tuple[str, str] | None:
+        """Why ``server`` (as ``run_id`` launched it) may not reach the data the run changed:
+        ``("refused", problem)`` when it was not started (a launch refusal: a variable the run
+        had is not set, entries in dispute, a hidden argument), ``("doubt", warning)`` when it
+        was started with a variable taken from this shell that the client entry gave the run;
+        None otherwise. A halt on that server says it (a new user's round 7)."""
+        return None
+
     def read(self, run_id: str, read: dict, *, timeout: float, max_bytes: int) -> ReadOutcome:
         """Run a resolved read on the server it names (see ``pipeline.run_read_sync``)."""
         req = self.request(run_id, read["server"])
@@ -132,6 +140,7 @@ class SpawnedServers(ServerPool):
         self.keys: dict[tuple[str, str], str] = {}  # (run, server) → process key
         self.errors: dict[str, str] = {}        # process key or "run\0server" → why it is not there
         self.warnings: list[str] = []
+        self.notes: dict[tuple[str, str], tuple[str, str]] = {}  # (run, server) → launch_note
         if stop is not None:
             stop.on_set(self.kill)
 
@@ -151,9 +160,12 @@ class SpawnedServers(ServerPool):
             found, problems = launch_specs(names, run.servers if run else {}, self.policy, entry_env=self.entry_env)
             for p in problems:
                 self.errors[f"{run_id}\0{p.split(':', 1)[0]}"] = p
+                self.notes[(run_id, p.split(':', 1)[0])] = ("refused", p)
             for name, spec in found.items():
                 key = canonical([name, spec.command, spec.args, spec.cwd])
                 self.keys[(run_id, name)] = key
+                if spec.doubts:
+                    self.notes[(run_id, name)] = ("doubt", "; ".join(spec.doubts))
                 if key not in specs:
                     specs[key] = spec
                     self.warnings.extend(w for w in spec.warnings if w not in self.warnings)
@@ -186,6 +198,9 @@ class SpawnedServers(ServerPool):
                 self.errors[key] = str(exc)
                 continue
             self.ups[key] = client
+
+    def launch_note(self, run_id: str, server: str) -> tuple[str, str] | None:
+        return self.notes.get((run_id, server))
 
     def request(self, run_id: str, server: str) -> Request | None:
         up = self.ups.get(self.keys.get((run_id, server), ""))

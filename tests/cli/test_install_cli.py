@@ -80,6 +80,8 @@ def test_install_yes_then_uninstall_yes_round_trip_with_messages(fake_home, tmp_
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 0, p.stdout + p.stderr
     assert cfg.read_text() == DESKTOP and codex.read_text() == CODEX
+    # the README's exit codes: every server uncovered again, so `status` answers 1 (round 7)
+    assert run(tmp_path, "status").returncode == 1
 
 
 def test_uninstall_from_backup_restores_a_whole_file(fake_home, tmp_path):

@@ -103,7 +103,7 @@ def test_the_client_name_from_initialize_labels_both_runs_and_their_session(tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     picked = f"picked session {session['session'][:10]} (trial-agent, 2 runs: files, memory): the newest session with something to undo"
     assert picked in " ".join(done.stdout.split())
-    assert "memory.create_entities" in done.stdout and "[unverified]" in done.stdout
+    assert "memory.create_entities" in done.stdout and "[unverified: no read declared]" in done.stdout
     assert (root / "a.txt").read_text() == "before\n"
     # the session by its id: redo, then undo again, and history has all three
     sid = session["session"]

@@ -6,29 +6,21 @@ sees it differs, finds that the newer planned step 3 names B, and replaces what 
 journal's recorded state: 'would end rolled_back'. The real undo halts at step 1 on drift.
 Step 3 reads open_nodes [B], not [A, B]: step 1 is checked only during the real undo."""
 import json
-import os
 
-from helpers import REPO, RawSession, assert_plan_agrees, cli, proxy_argv
-
-MEMORY_SHIPPED = (REPO / "policies" / "memory.yaml").read_text()
+from helpers import assert_plan_agrees, cli, memory_run
 
 
 def test_dry_run_halts_where_the_real_undo_halts_after_a_hand_edit_of_the_graph(tmp_path, memory_server):
-    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
-    manifest.write_text(MEMORY_SHIPPED)
-    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
-    with RawSession(proxy_argv("memory", manifest, journal, memory_server), env=env) as s:
-        s.handshake()
-        assert not s.call(1, "create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
-                                                              {"name": "B", "entityType": "t", "observations": []}]}).get("isError")
-        assert not s.call(2, "create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "knows"}]}).get("isError")
-        assert not s.call(3, "delete_entities", {"entityNames": ["B"]}).get("isError")
+    mem, env, j = memory_run(tmp_path, memory_server, [
+        ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
+                                          {"name": "B", "entityType": "t", "observations": []}]}),
+        ("create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "knows"}]}),
+        ("delete_entities", {"entityNames": ["B"]})])
     lines = [json.loads(x) for x in mem.read_text().splitlines() if x.strip()]
     for e in lines:
         if e.get("name") == "A":
             e["observations"] = ["a person wrote this by hand"]
     mem.write_text("\n".join(json.dumps(e) for e in lines) + "\n")
-    j = ["--manifest", str(manifest), "--journal", str(journal)]
 
     dry = cli("undo", "--dry-run", "--json", *j, env=env)
     text = cli("undo", "--dry-run", *j, env=env)

@@ -6,26 +6,12 @@
 - `redo` said plain `redone` when a step was only sent again, not read back (`create_relations`
   has no read): it now says `redone (unverified: N)`."""
 import json
-import os
 
-from helpers import REPO, RawSession, cli, proxy_argv
-
-MEMORY_SHIPPED = (REPO / "policies" / "memory.yaml").read_text()
-
-
-def _session(tmp_path, memory_server, calls):
-    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
-    manifest.write_text(MEMORY_SHIPPED)
-    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
-    with RawSession(proxy_argv("memory", manifest, journal, memory_server), env=env) as s:
-        s.handshake()
-        for n, (tool, args) in enumerate(calls, 1):
-            assert not s.call(n, tool, args).get("isError")
-    return mem, env, ["--manifest", str(manifest), "--journal", str(journal)]
+from helpers import cli, memory_run
 
 
 def test_the_force_preview_ends_as_the_forced_undo_does(tmp_path, memory_server):
-    mem, env, j = _session(tmp_path, memory_server, [
+    mem, env, j = memory_run(tmp_path, memory_server, [
         ("create_entities", {"entities": [{"name": "Grace", "entityType": "person", "observations": []}]})])
     lines = [json.loads(x) for x in mem.read_text().splitlines() if x.strip()]
     lines[0]["observations"] = ["edited by hand"]  # a person's edit: drift
@@ -39,7 +25,7 @@ def test_the_force_preview_ends_as_the_forced_undo_does(tmp_path, memory_server)
 
 
 def test_redo_counts_the_calls_it_could_not_read_back(tmp_path, memory_server):
-    mem, env, j = _session(tmp_path, memory_server, [
+    mem, env, j = memory_run(tmp_path, memory_server, [
         ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
                                           {"name": "B", "entityType": "t", "observations": []}]}),
         ("create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "knows"}]})])

@@ -5,21 +5,14 @@ redo now says which calls were sent again without a read back, and why. Shipped 
 
 from __future__ import annotations
 
-import os
-
-from helpers import REPO, RawSession, cli, proxy_argv
+from helpers import cli, memory_run
 
 
 def test_redo_says_which_calls_it_could_not_read_back_and_why(tmp_path, memory_server):
-    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
-    manifest.write_text((REPO / "policies" / "memory.yaml").read_text())
-    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
-    with RawSession(proxy_argv("memory", manifest, journal, memory_server), env=env) as s:
-        s.handshake()
-        assert not s.call(1, "create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
-                                                               {"name": "B", "entityType": "t", "observations": []}]}).get("isError")
-        assert not s.call(2, "create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "k"}]}).get("isError")
-    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _, env, flags = memory_run(tmp_path, memory_server, [
+        ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
+                                          {"name": "B", "entityType": "t", "observations": []}]}),
+        ("create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "k"}]})])
     assert cli("undo", *flags, env=env).returncode == 0
     done = cli("redo", *flags, env=env)
     assert done.returncode == 0, done.stdout + done.stderr

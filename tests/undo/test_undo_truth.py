@@ -5,30 +5,20 @@ Real proxy, real memory and filesystem servers, the shipped memory policy."""
 from __future__ import annotations
 
 import json
-import os
 import re
 
-from helpers import FS_MOVE_POLICY, FS_POLICY, GATED_FS_POLICY, REPO, RawSession, cli, kv_proxy, proxy_argv
-
-MEMORY_SHIPPED = (REPO / "policies" / "memory.yaml").read_text()
+from helpers import FS_MOVE_POLICY, FS_POLICY, GATED_FS_POLICY, RawSession, cli, kv_proxy, memory_run, proxy_argv
 
 
 def _memory_session(tmp_path, memory_server):
     """A run of the shipped memory policy: create_entities (A, B), create_relations A→B, then
     delete_entities B (which the server cascades to the relation)."""
-    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
-    manifest.write_text(MEMORY_SHIPPED)
-    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
-    with RawSession(proxy_argv("memory", manifest, journal, memory_server), env=env) as s:
-        s.handshake()
-        r = s.call(1, "create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
-                                                       {"name": "B", "entityType": "t", "observations": []}]})
-        assert not r.get("isError"), r
-        r = s.call(2, "create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "knows"}]})
-        assert not r.get("isError"), r
-        r = s.call(3, "delete_entities", {"entityNames": ["B"]})
-        assert not r.get("isError"), r
-    return ["--manifest", str(manifest), "--journal", str(journal)], env, mem
+    mem, env, flags = memory_run(tmp_path, memory_server, [
+        ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": []},
+                                          {"name": "B", "entityType": "t", "observations": []}]}),
+        ("create_relations", {"relations": [{"from": "A", "to": "B", "relationType": "knows"}]}),
+        ("delete_entities", {"entityNames": ["B"]})])
+    return flags, env, mem
 
 
 def test_undo_dry_run_leaves_a_step_a_newer_step_changes_by_another_read_to_the_real_undo(tmp_path, memory_server):
