@@ -367,8 +367,10 @@ def _ident(entry: ServerEntry, command: str, args: Sequence[str], desc: ClientDe
     derived from secrets)."""
     style, home = desc.expansion, str(env.home)
     value = entry.value if isinstance(entry.value, dict) else {}
-    extra: dict[str, Any] = {k: value[k] for k in _IDENT_KEYS if k in value}
-    if isinstance(value.get("env"), dict):
+    # An empty table or list (``"env": {}``, ``env_vars = []``) adds nothing in any client: the
+    # same server as none. An empty ``cwd`` is kept: Codex spawns in "" and fails, unlike none.
+    extra: dict[str, Any] = {k: value[k] for k in _IDENT_KEYS if k in value and value[k] not in ({}, [])}
+    if isinstance(value.get("env"), dict) and value["env"]:
         full = entry_env(value, style, env.environ, home)
         extra["env"] = {str(k): full.get(str(k), value["env"][k]) for k in value["env"]}
     if isinstance(value.get("cwd"), str):
