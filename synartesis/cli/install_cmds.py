@@ -2,7 +2,7 @@
 
 Exit codes (DESIGN §9): 0 success; 1 a file was refused (changed meanwhile, could not be
 written, an entry could not be edited safely), confirmation declined, or status found
-something uncovered; 2 usage (unknown client, no terminal to confirm on and no ``--yes``) or
+something uncovered; 2 usage (unknown client, nobody to confirm with and no ``--yes``: see :func:`_confirm`) or
 a client config that is not valid (it does not parse, or servers are not an object).
 """
 
@@ -31,16 +31,69 @@ YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (f
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output.")
 
 
+def _asks_on_stderr(yes: bool, json_out: bool, dry_run: bool = False) -> bool:
+    """True when the question will be asked on stderr: stdout goes to a file or a pipe
+    (``install > out.txt``) while a person is at stdin and stderr."""
+    return (not (yes or json_out or dry_run) and sys.stdin.isatty() and not sys.stdout.isatty()
+            and sys.stderr.isatty())
+
+
+class _Tee:
+    """Text for stdout that also goes to the terminal on stderr, so the plan a person is asked
+    to confirm is on their screen as well as in the file stdout was sent to."""
+
+    def __init__(self, *files: Any) -> None:
+        self.files = files
+
+    def write(self, text: str) -> int:
+        for f in self.files:
+            f.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _out(yes: bool, json_out: bool, dry_run: bool = False) -> Any:
+    """The console for install/uninstall: stdout, teed to stderr when the question is asked there."""
+    if not _asks_on_stderr(yes, json_out, dry_run):
+        return console()
+    from rich.console import Console
+
+    return Console(file=_Tee(sys.stdout, sys.stderr), no_color=True, highlight=False, soft_wrap=True, width=4096)
+
+
 def _confirm(question: str, yes: bool, json_out: bool) -> bool:
-    """True to go ahead: ``--yes``, or a 'yes' typed on a terminal. No terminal → refuse."""
+    """True to go ahead: ``--yes``, or a 'yes' typed on a terminal. The question is asked on
+    stdout, or on stderr when only stdout is redirected (where :func:`_out` showed the plan too,
+    as ``rm -i`` and ``git`` ask where the person sees it). Nobody to ask → refuse, naming why.
+
+    Raises:
+        UsageError: ``--json``, stdin not a terminal, or neither stdout nor stderr one (exit 2).
+    """
     if yes:
         return True
-    if json_out or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("refusing to change client configs without confirmation: no terminal to ask on; "
+    if json_out:
+        raise UsageError("refusing to change client configs without confirmation: --json does not ask; "
                          "pass --yes (or --dry-run to look first)")
+    if not sys.stdin.isatty():
+        raise UsageError("refusing to change client configs without confirmation: stdin is not a terminal, "
+                         "so there is no one to ask; pass --yes (or --dry-run to look first)")
+    if not (sys.stdout.isatty() or sys.stderr.isatty()):
+        raise UsageError("refusing to change client configs without confirmation: neither stdout nor stderr "
+                         "is a terminal, so the question would not be seen; pass --yes (or --dry-run to look first)")
     import questionary
 
-    answer = questionary.confirm(question, default=False).ask()
+    kwargs: dict[str, Any] = {}
+    if not sys.stdout.isatty():
+        from prompt_toolkit.output import create_output
+
+        kwargs["output"] = create_output(stdout=sys.stderr)
+    answer = questionary.confirm(question, default=False, **kwargs).ask()
     return bool(answer)
 
 
@@ -178,7 +231,7 @@ def install(
     from synartesis.services.install import InstallOptions, apply_install, plan_install
 
     env = Env.current()
-    out = console()
+    out = _out(yes, json_out, dry_run)
     bar = _Bar(enabled=not json_out)
     try:
         plan = plan_install(env, InstallOptions(client=client, include_project_files=include_project_files,
@@ -364,7 +417,7 @@ def uninstall(
     from synartesis.services.install import apply_uninstall, plan_uninstall, restore_from_backup
 
     env = Env.current()
-    out = console()
+    out = _out(yes, json_out, dry_run)
     if from_backup is not None:
         check = restore_from_backup(env, from_backup, dry_run=True)  # refuses what the real run refuses
         if dry_run:
