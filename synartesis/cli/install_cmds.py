@@ -397,13 +397,33 @@ def status(
     raise typer.Exit(report.exit_code)
 
 
+def _purge_what(path: Path) -> str:
+    """What a file ``uninstall --purge`` deletes is, for the line that lists it."""
+    name = path.name
+    if name == "installed.json":
+        return " (the install record)"
+    if name.startswith("policy-") and name.endswith(".json"):
+        return " (the compiled policy cache: it holds every server's command line)"
+    return ""
+
+
+def _kept_why(path: str) -> str:
+    name = Path(path).name
+    if name == "installed.json":
+        return " (it still records entries this run did not put back)"
+    if name == "backups":
+        return " (backups are always kept)"
+    return ""
+
+
 @app.command()
 def uninstall(
     client: Optional[str] = ClientOpt,
     dry_run: bool = DryRunOpt,
     yes: bool = YesOpt,
     json_out: bool = JsonOpt,
-    purge: bool = typer.Option(False, "--purge", help="Also delete the user policy and the journal "
+    purge: bool = typer.Option(False, "--purge", help="Also delete the user policy, the journal, "
+                                                      "the compiled policy caches and the install record "
                                                       "(backups are kept)."),
     from_backup: Optional[Path] = typer.Option(None, "--from-backup", metavar="FILE",
                                                help="Explicit recovery: put a whole file back from one of "
@@ -448,14 +468,15 @@ def uninstall(
         for w in plan.warnings:
             out.print(f"[yellow]![/yellow] {shown(w)}", markup=True, highlight=False)
         if not plan.files:
-            out.print("synartesis has not changed any client config (no install record).")
+            out.print("No wrapped entry to put back: the install record lists none." if plan.has_record
+                      else "synartesis has not changed any client config (no install record).")
         for f in plan.files:
             mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
             out.print(f"{mark} {shown(f.path)}: {shown(f.message or ('will be restored' if f.status == 'change' else f.status))}")
             for e in f.entries:
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:
-            out.print(f"  will delete {shown(p)}")
+            out.print(f"  will delete {shown(p)}{_purge_what(p)}")
     problems = _problem_code(plan.files)
     if dry_run:
         if json_out:
@@ -489,7 +510,7 @@ def uninstall(
         for p in result.purged:
             out.print(f"✓ deleted {shown(p)}")
         for p in result.kept:
-            out.print(f"· kept {shown(p)}")
+            out.print(f"· kept {shown(p)}{_kept_why(p)}")
         for hint in result.restart:
             out.print(f"[bold]restart needed[/bold] — {shown(hint)}")
     raise typer.Exit(problems or (0 if result.ok else 1))

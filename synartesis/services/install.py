@@ -1157,6 +1157,7 @@ class UninstallPlan:
     purge_paths: list[Path]
     restart: list[str]
     warnings: list[str] = field(default_factory=list)
+    has_record: bool = False  #: ``installed.json`` exists (it may list no entry: all restored before)
 
     @property
     def changes(self) -> bool:
@@ -1258,10 +1259,23 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
     purge_paths: list[Path] = []
     if purge:
         home = synartesis_home(env)
-        for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm"):
+        ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
+        record = [state_path(env)] if state_path(env).exists() and all(id(e) in ending for e in state.entries) else []
+        for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm",
+                  *_policy_caches(home), *record):
             if p.exists():
                 purge_paths.append(p)
-    return UninstallPlan(files, purge, purge_paths, restart, warnings)
+    return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists())
+
+
+def _policy_caches(home: Path) -> list[Path]:
+    """The compiled policy caches in ``home`` (:func:`synartesis.policy.cache.cache_path`: every
+    server's command line is in them, so a purge deletes them with the policy)."""
+    try:
+        names = sorted(os.listdir(home))
+    except OSError:
+        return []
+    return [home / n for n in names if re.fullmatch(r"policy-[0-9a-f]{16}\.json", n)]
 
 
 def apply_uninstall(env: Env, plan: UninstallPlan, *,
@@ -1304,15 +1318,14 @@ def apply_uninstall(env: Env, plan: UninstallPlan, *,
     purged: list[str] = []
     kept: list[str] = []
     if plan.purge:
+        sp = state_path(env)
         for p in plan.purge_paths:
+            if p == sp and state.entries:  # a file was refused: its records are needed for a later run
+                continue
             if fsops.remove_owned(p):
                 purged.append(str(p))
-        if not state.entries:
-            sp = synartesis_home(env) / "installed.json"
-            if fsops.remove_owned(sp):
-                purged.append(str(sp))
-        else:
-            kept.append(str(synartesis_home(env) / "installed.json"))
+        if sp.exists():
+            kept.append(str(sp))
         bdir = synartesis_home(env) / "backups"
         if bdir.exists():
             kept.append(str(bdir))

@@ -1,0 +1,54 @@
+"""What a new user on a fresh clone found outside undo (round 8): exit codes for nothing to do,
+`uninstall --purge` deleting what it did not list, and the small wording items."""
+
+from __future__ import annotations
+
+import re
+
+from installkit import DESKTOP, cli, fake_proxy, place
+
+from synartesis.journal import Journal
+
+
+def test_approve_all_with_nothing_waiting_says_so_and_succeeds(tmp_path):
+    """`approve --all` brings about "nothing waiting": already so is success (README, exit codes)."""
+    journal = tmp_path / "journal.db"
+    Journal.open(journal, create=True).close()
+    for verb in ("approve", "deny"):
+        res = cli(tmp_path, verb, "--all", "--journal", str(journal))
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "nothing is awaiting approval" in res.stdout
+
+
+def test_uninstall_with_nothing_installed_says_so_and_succeeds(fake_home, tmp_path):
+    res = cli(tmp_path, "uninstall", "--yes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no install record" in res.stdout and "Nothing to restore." in res.stdout
+
+
+def test_the_readme_says_which_nothing_to_do_is_success():
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "`approve --all` or `deny --all` with nothing waiting" in text
+    assert "`uninstall` with nothing to restore" in text
+
+
+def test_purge_lists_every_file_it_deletes_and_does_not_contradict_itself(fake_home, tmp_path):
+    """After a plain uninstall, `uninstall --purge --yes` said "no install record" and then
+    deleted installed.json (not listed), and left the compiled policy cache unmentioned."""
+    from synartesis.policy.cache import load_policy_cached
+
+    place(fake_home, "claude-desktop", DESKTOP)
+    assert cli(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path)).returncode == 0
+    assert cli(tmp_path, "uninstall", "--yes").returncode == 0
+    home = fake_home / ".synartesis"
+    load_policy_cached(home / "synartesis.yaml", home)
+    res = cli(tmp_path, "uninstall", "--purge", "--yes")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no install record" not in res.stdout
+    listed = set(re.findall(r"will delete (\S+)", res.stdout))
+    deleted = set(re.findall(r"✓ deleted (\S+)", res.stdout))
+    assert deleted and deleted == listed, res.stdout
+    assert str(home / "installed.json") in deleted and any("/policy-" in p for p in deleted)
+    assert not list(home.glob("policy-*.json")) and not (home / "installed.json").exists()
