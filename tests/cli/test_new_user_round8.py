@@ -52,3 +52,24 @@ def test_purge_lists_every_file_it_deletes_and_does_not_contradict_itself(fake_h
     assert deleted and deleted == listed, res.stdout
     assert str(home / "installed.json") in deleted and any("/policy-" in p for p in deleted)
     assert not list(home.glob("policy-*.json")) and not (home / "installed.json").exists()
+
+
+def test_list_runs_and_prune_name_each_runs_servers_and_its_whole_status(tmp_path):
+    """`list --runs` had no servers column (two runs of one agent could not be told apart) and
+    `prune` showed no servers and cut "compensated (unverified: 1)" to "compensated"."""
+    from helpers import FAKE_BLIND_POLICY, RawSession, kv_proxy
+    from helpers import cli as run_cli
+
+    manifest, journal, _state, argv = kv_proxy(tmp_path, policy=FAKE_BLIND_POLICY)
+    with RawSession(argv) as s:
+        s.handshake()
+        assert not s.call(1, "put", {"key": "k0", "value": "agent"}).get("isError")
+    j = ["--manifest", str(manifest), "--journal", str(journal)]
+    assert run_cli("undo", *j).returncode == 0
+    listed = run_cli("list", "--runs", *j).stdout
+    header = listed.splitlines()[0].split()
+    assert "servers" in header and header.index("servers") < header.index("status"), listed
+    assert "kv" in listed and "compensated (unverified: 1)" in listed, listed
+    pruned = run_cli("prune", "--older-than", "0", *j).stdout
+    (line,) = [x for x in pruned.splitlines() if x.startswith("would delete ")]
+    assert "  kv  " in line and "compensated (unverified: 1)" in line, pruned
