@@ -165,9 +165,16 @@ def _entry_line(e: Any) -> str:
     return f"{e.name} [{where}]: {_ACTION_TEXT.get(e.action, e.action)}{key}{why}"
 
 
+def _at(path: Any, message: str) -> str:
+    """``PATH: message``, or the message alone when it already starts with the path (a parse
+    error reads ``PATH:LINE:COL: …``: said once, it stays the form editors jump to)."""
+    said = message.startswith((f"{path}:", f"{path} "))
+    return shown(message) if said else f"{shown(path)}: {shown(message)}"
+
+
 def _file_line(fp: Any) -> str:
     if fp.status == "error":
-        return f"[red]✗[/red] {shown(fp.path)}: {shown(fp.message)}"
+        return f"[red]✗[/red] {_at(fp.path, fp.message)}"
     counts: dict[str, int] = {}
     for e in fp.entries:
         counts[e.action] = counts.get(e.action, 0) + 1
@@ -345,11 +352,11 @@ def _print_outcomes(out: Any, outcomes: list[Any]) -> None:
         elif o.status == "unchanged":
             out.print(f"· {shown(o.path)}: unchanged")
         elif o.status == "gone":
-            out.print(f"· {shown(o.path)}: {shown(o.message)}")
+            out.print(f"· {_at(o.path, o.message)}")
         elif o.status == "conflict":
             out.print(f"[red]✗[/red] {shown(o.path)}: refused — {shown(o.message)}")
         else:
-            out.print(f"[red]✗[/red] {shown(o.path)}: {shown(o.message)}")
+            out.print(f"[red]✗[/red] {_at(o.path, o.message)}")
 
 
 @app.command()
@@ -472,7 +479,7 @@ def uninstall(
                       else "synartesis has not changed any client config (no install record).")
         for f in plan.files:
             mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
-            out.print(f"{mark} {shown(f.path)}: {shown(f.message or ('will be restored' if f.status == 'change' else f.status))}")
+            out.print(f"{mark} {_at(f.path, f.message or ('will be restored' if f.status == 'change' else f.status))}")
             for e in f.entries:
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:

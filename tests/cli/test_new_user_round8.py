@@ -73,3 +73,11 @@ def test_list_runs_and_prune_name_each_runs_servers_and_its_whole_status(tmp_pat
     pruned = run_cli("prune", "--older-than", "0", *j).stdout
     (line,) = [x for x in pruned.splitlines() if x.startswith("would delete ")]
     assert "  kv  " in line and "compensated (unverified: 1)" in line, pruned
+
+
+def test_install_names_a_file_that_is_not_valid_json_once(fake_home, tmp_path):
+    """It printed "✗ FILE: FILE:3:29: …"."""
+    cfg = place(fake_home, "cursor", '{\n  "mcpServers": {\n    "a": {"command": "x",, }\n  }\n}\n')
+    res = cli(tmp_path, "install", "--dry-run", "--no-start", "--proxy-path", fake_proxy(tmp_path))
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("✗")]
+    assert line.count(str(cfg)) == 1 and re.match(rf"✗ {re.escape(str(cfg))}:3:\d+: ", line), res.stdout
