@@ -671,11 +671,14 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         return "wrap", ""
 
     logins: list[str] = []
+    desktop_remote: list[str] = []
 
     def cover_remote(f: FoundFile, fp: FilePlan, entry: ServerEntry, shadow: tuple[FoundFile, str] | None) -> None:
         """A remote entry: wrap it in place (or, for a Claude Code project file, cover it with a
         local-scope entry in ``shadow``'s user file), or report why not."""
         desc = f.descriptor
+        if desc.id == "claude-desktop" and not desktop_remote:  # said once, only when the file has one
+            desktop_remote.append(DESKTOP_CONNECTORS + "; only the servers in the file are covered")
         action, reason = decide_remote(desc, entry, include_oauth=options.include_oauth,
                                        managed=managed(desc) if desc.managed else None)
         if action != "wrap":
@@ -712,8 +715,6 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
 
     user_files = [f for f in found.files if f.location.scope != "project"]
     project_files = [f for f in found.files if f.location.scope == "project"]
-    if any(f.descriptor.id == "claude-desktop" for f in found.files):
-        warnings.append(DESKTOP_CONNECTORS + "; only the servers in the file are covered")
 
     # 1. entries in user files (and project files we may edit)
     editable = list(user_files)
@@ -944,6 +945,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                             "start, so their proxies will use the policy and journal in ~/.synartesis. Unset it "
                             "before installing, or set it in each of those entries' env.")
     kept = {p["policy_key"] for fp in plans for p in fp.pending}
+    warnings += desktop_remote
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,
                        [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept])
