@@ -400,7 +400,8 @@ def status(
     covered = sum(1 for r in report.rows if r.covered)
     out.print(f"{covered} of {len(report.rows)} server entries covered"
               + (" (the policy does not load)" if report.policy_error else "")
-              + f"; policy: {shown(report.policy_path)}")
+              + (f"; policy: {shown(report.policy_path)}" if report.policy_exists
+                 else f"; no policy yet (`synartesis install` writes {shown(report.policy_path)})"))
     raise typer.Exit(report.exit_code)
 
 

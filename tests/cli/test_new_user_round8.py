@@ -81,3 +81,11 @@ def test_install_names_a_file_that_is_not_valid_json_once(fake_home, tmp_path):
     res = cli(tmp_path, "install", "--dry-run", "--no-start", "--proxy-path", fake_proxy(tmp_path))
     (line,) = [x for x in res.stdout.splitlines() if x.startswith("✗")]
     assert line.count(str(cfg)) == 1 and re.match(rf"✗ {re.escape(str(cfg))}:3:\d+: ", line), res.stdout
+
+
+def test_status_in_a_home_with_no_policy_says_none_exists_yet(fake_home, tmp_path):
+    place(fake_home, "cursor", '{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}')
+    res = cli(tmp_path, "status")
+    last = res.stdout.strip().splitlines()[-1]
+    assert "no policy yet" in last and "`synartesis install` writes" in last, res.stdout
+    assert "; policy: " not in last
