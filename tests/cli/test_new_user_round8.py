@@ -89,3 +89,18 @@ def test_status_in_a_home_with_no_policy_says_none_exists_yet(fake_home, tmp_pat
     last = res.stdout.strip().splitlines()[-1]
     assert "no policy yet" in last and "`synartesis install` writes" in last, res.stdout
     assert "; policy: " not in last
+
+
+def test_no_journal_yet_names_the_one_source_it_used(fake_home, tmp_path, monkeypatch):
+    """It listed every possible source (--journal, $SYNARTESIS_JOURNAL, …) instead of the one used."""
+    monkeypatch.delenv("SYNARTESIS_JOURNAL", raising=False)
+    res = cli(tmp_path, "list")
+    assert res.returncode != 0 and "no journal at" in res.stderr, res.stderr
+    said = " ".join(res.stderr.split())
+    assert "took that location from $SYNARTESIS_HOME" in said and "--journal" not in said, said
+    given = cli(tmp_path, "list", "--journal", str(tmp_path / "j.db"))
+    said = " ".join(given.stderr.split())
+    assert "took that location from --journal" in said and "SYNARTESIS_HOME" not in said, said
+    monkeypatch.setenv("SYNARTESIS_JOURNAL", str(tmp_path / "e.db"))
+    said = " ".join(cli(tmp_path, "list").stderr.split())
+    assert "took that location from $SYNARTESIS_JOURNAL" in said and "--journal" not in said, said
