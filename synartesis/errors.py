@@ -92,6 +92,16 @@ class ConflictError(SynartesisError):
     exit_code = 1
 
 
+class LiveRunError(ConflictError):
+    """An undo refused because a run it covers is still active. ``what`` names it ("run 1a2b3c4d
+    is", "s-… has a run still active (1a2b3c4d):"), so a caller that has no ``--force`` (the
+    console) can say what works there instead of the CLI's advice."""
+
+    def __init__(self, message: str, what: str, run_id: str) -> None:
+        super().__init__(message)
+        self.what, self.run_id = what, run_id
+
+
 class UndoHaltedError(SynartesisError):
     """Undo stopped because the world no longer looks the way the run left it."""
 

@@ -16,7 +16,7 @@ from rich.segment import Segment
 from synartesis.printable import printable
 
 __all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "printable", "shorten",
-           "visible", "shown", "journal_for"]
+           "visible", "shown", "journal_for", "run_status", "run_servers", "run_line"]
 
 ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="FILE")
 JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="FILE")
@@ -104,3 +104,20 @@ def journal_for(manifest: str | None, journal: str | None) -> Any:
     for w in j.warnings:
         err_console().print(f"synartesis: warning: {w}", markup=False, highlight=False)
     return j
+
+
+def run_status(r: Any) -> str:
+    """A run's status as ``list`` shows it (``r``: a ``RunRow``): "compensated (unverified: 1)",
+    "complete (proxy gone)"."""
+    return r.shown_status + (" (proxy gone)" if r.stale else "")
+
+
+def run_servers(r: Any) -> str:
+    """A run's servers, comma-separated (``-`` for none): what tells two runs of one agent apart."""
+    return shown(", ".join(sorted(r.servers)) or "-", line=True)
+
+
+def run_line(r: Any) -> str:
+    """One run on one line, as ``prune`` names it: id, agent, servers, status, actions."""
+    return (f"{r.id[:8]}  {shown(r.label or '-', line=True)}  {run_servers(r)}  {run_status(r)}  "
+            f"{r.actions} action{'s' if r.actions != 1 else ''}")

@@ -14,7 +14,7 @@ from rich.text import Text
 from synartesis.cli.app import app
 from synartesis.services.demo import CommandRun, DemoStep, run_demo
 
-__all__ = ["demo"]
+__all__ = ["demo", "demo_console"]
 
 
 def _render_step(console: Console, step: DemoStep) -> None:
@@ -36,6 +36,13 @@ def _render_step(console: Console, step: DemoStep) -> None:
     console.print()
 
 
+def demo_console(**kw: object) -> Console:
+    """The demo's console: it never breaks a line itself (``soft_wrap``), so a command it shows,
+    such as ``synartesis approve ID --journal PATH``, stays one copyable line when piped (where
+    rich would wrap at 80 columns) and on a terminal (which folds long lines on its own)."""
+    return Console(highlight=False, soft_wrap=True, **kw)  # type: ignore[arg-type]
+
+
 @app.command()
 def demo(
     keep: bool = typer.Option(False, "--keep",
@@ -47,7 +54,7 @@ def demo(
     person edits a record and undo refuses, showing both values → an email is held until
     `approve` → the retry goes through. Exits 0 only if every step behaved as shown.
     """
-    console = Console(highlight=False)
+    console = demo_console()
     workdir = Path(tempfile.mkdtemp(prefix="synartesis-demo-"))
     console.print(Text(f"Demo folder: {workdir}  (policy synartesis.yaml, journal journal.db, "
                        "CRM store crm-store.json)"))

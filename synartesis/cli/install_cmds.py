@@ -2,7 +2,7 @@
 
 Exit codes (DESIGN §9): 0 success; 1 a file was refused (changed meanwhile, could not be
 written, an entry could not be edited safely), confirmation declined, or status found
-something uncovered; 2 usage (unknown client, no terminal to confirm on and no ``--yes``) or
+something uncovered; 2 usage (unknown client, nobody to confirm with and no ``--yes``: see :func:`_confirm`) or
 a client config that is not valid (it does not parse, or servers are not an object).
 """
 
@@ -31,16 +31,69 @@ YesOpt = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (f
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output.")
 
 
+def _asks_on_stderr(yes: bool, json_out: bool, dry_run: bool = False) -> bool:
+    """True when the question will be asked on stderr: stdout goes to a file or a pipe
+    (``install > out.txt``) while a person is at stdin and stderr."""
+    return (not (yes or json_out or dry_run) and sys.stdin.isatty() and not sys.stdout.isatty()
+            and sys.stderr.isatty())
+
+
+class _Tee:
+    """Text for stdout that also goes to the terminal on stderr, so the plan a person is asked
+    to confirm is on their screen as well as in the file stdout was sent to."""
+
+    def __init__(self, *files: Any) -> None:
+        self.files = files
+
+    def write(self, text: str) -> int:
+        for f in self.files:
+            f.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _out(yes: bool, json_out: bool, dry_run: bool = False) -> Any:
+    """The console for install/uninstall: stdout, teed to stderr when the question is asked there."""
+    if not _asks_on_stderr(yes, json_out, dry_run):
+        return console()
+    from rich.console import Console
+
+    return Console(file=_Tee(sys.stdout, sys.stderr), no_color=True, highlight=False, soft_wrap=True, width=4096)
+
+
 def _confirm(question: str, yes: bool, json_out: bool) -> bool:
-    """True to go ahead: ``--yes``, or a 'yes' typed on a terminal. No terminal → refuse."""
+    """True to go ahead: ``--yes``, or a 'yes' typed on a terminal. The question is asked on
+    stdout, or on stderr when only stdout is redirected (where :func:`_out` showed the plan too,
+    as ``rm -i`` and ``git`` ask where the person sees it). Nobody to ask → refuse, naming why.
+
+    Raises:
+        UsageError: ``--json``, stdin not a terminal, or neither stdout nor stderr one (exit 2).
+    """
     if yes:
         return True
-    if json_out or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError("refusing to change client configs without confirmation: no terminal to ask on; "
+    if json_out:
+        raise UsageError("refusing to change client configs without confirmation: --json does not ask; "
                          "pass --yes (or --dry-run to look first)")
+    if not sys.stdin.isatty():
+        raise UsageError("refusing to change client configs without confirmation: stdin is not a terminal, "
+                         "so there is no one to ask; pass --yes (or --dry-run to look first)")
+    if not (sys.stdout.isatty() or sys.stderr.isatty()):
+        raise UsageError("refusing to change client configs without confirmation: neither stdout nor stderr "
+                         "is a terminal, so the question would not be seen; pass --yes (or --dry-run to look first)")
     import questionary
 
-    answer = questionary.confirm(question, default=False).ask()
+    kwargs: dict[str, Any] = {}
+    if not sys.stdout.isatty():
+        from prompt_toolkit.output import create_output
+
+        kwargs["output"] = create_output(stdout=sys.stderr)
+    answer = questionary.confirm(question, default=False, **kwargs).ask()
     return bool(answer)
 
 
@@ -112,9 +165,16 @@ def _entry_line(e: Any) -> str:
     return f"{e.name} [{where}]: {_ACTION_TEXT.get(e.action, e.action)}{key}{why}"
 
 
+def _at(path: Any, message: str) -> str:
+    """``PATH: message``, or the message alone when it already starts with the path (a parse
+    error reads ``PATH:LINE:COL: …``: said once, it stays the form editors jump to)."""
+    said = message.startswith((f"{path}:", f"{path} "))
+    return shown(message) if said else f"{shown(path)}: {shown(message)}"
+
+
 def _file_line(fp: Any) -> str:
     if fp.status == "error":
-        return f"[red]✗[/red] {shown(fp.path)}: {shown(fp.message)}"
+        return f"[red]✗[/red] {_at(fp.path, fp.message)}"
     counts: dict[str, int] = {}
     for e in fp.entries:
         counts[e.action] = counts.get(e.action, 0) + 1
@@ -178,7 +238,7 @@ def install(
     from synartesis.services.install import InstallOptions, apply_install, plan_install
 
     env = Env.current()
-    out = console()
+    out = _out(yes, json_out, dry_run)
     bar = _Bar(enabled=not json_out)
     try:
         plan = plan_install(env, InstallOptions(client=client, include_project_files=include_project_files,
@@ -292,11 +352,11 @@ def _print_outcomes(out: Any, outcomes: list[Any]) -> None:
         elif o.status == "unchanged":
             out.print(f"· {shown(o.path)}: unchanged")
         elif o.status == "gone":
-            out.print(f"· {shown(o.path)}: {shown(o.message)}")
+            out.print(f"· {_at(o.path, o.message)}")
         elif o.status == "conflict":
             out.print(f"[red]✗[/red] {shown(o.path)}: refused — {shown(o.message)}")
         else:
-            out.print(f"[red]✗[/red] {shown(o.path)}: {shown(o.message)}")
+            out.print(f"[red]✗[/red] {_at(o.path, o.message)}")
 
 
 @app.command()
@@ -340,8 +400,28 @@ def status(
     covered = sum(1 for r in report.rows if r.covered)
     out.print(f"{covered} of {len(report.rows)} server entries covered"
               + (" (the policy does not load)" if report.policy_error else "")
-              + f"; policy: {shown(report.policy_path)}")
+              + (f"; policy: {shown(report.policy_path)}" if report.policy_exists
+                 else f"; no policy yet (`synartesis install` writes {shown(report.policy_path)})"))
     raise typer.Exit(report.exit_code)
+
+
+def _purge_what(path: Path) -> str:
+    """What a file ``uninstall --purge`` deletes is, for the line that lists it."""
+    name = path.name
+    if name == "installed.json":
+        return " (the install record)"
+    if name.startswith("policy-") and name.endswith(".json"):
+        return " (the compiled policy cache: it holds every server's command line)"
+    return ""
+
+
+def _kept_why(path: str) -> str:
+    name = Path(path).name
+    if name == "installed.json":
+        return " (it still records entries this run did not put back)"
+    if name == "backups":
+        return " (backups are always kept)"
+    return ""
 
 
 @app.command()
@@ -350,7 +430,8 @@ def uninstall(
     dry_run: bool = DryRunOpt,
     yes: bool = YesOpt,
     json_out: bool = JsonOpt,
-    purge: bool = typer.Option(False, "--purge", help="Also delete the user policy and the journal "
+    purge: bool = typer.Option(False, "--purge", help="Also delete the user policy, the journal, "
+                                                      "the compiled policy caches and the install record "
                                                       "(backups are kept)."),
     from_backup: Optional[Path] = typer.Option(None, "--from-backup", metavar="FILE",
                                                help="Explicit recovery: put a whole file back from one of "
@@ -364,7 +445,7 @@ def uninstall(
     from synartesis.services.install import apply_uninstall, plan_uninstall, restore_from_backup
 
     env = Env.current()
-    out = console()
+    out = _out(yes, json_out, dry_run)
     if from_backup is not None:
         check = restore_from_backup(env, from_backup, dry_run=True)  # refuses what the real run refuses
         if dry_run:
@@ -395,14 +476,15 @@ def uninstall(
         for w in plan.warnings:
             out.print(f"[yellow]![/yellow] {shown(w)}", markup=True, highlight=False)
         if not plan.files:
-            out.print("synartesis has not changed any client config (no install record).")
+            out.print("No wrapped entry to put back: the install record lists none." if plan.has_record
+                      else "synartesis has not changed any client config (no install record).")
         for f in plan.files:
             mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
-            out.print(f"{mark} {shown(f.path)}: {shown(f.message or ('will be restored' if f.status == 'change' else f.status))}")
+            out.print(f"{mark} {_at(f.path, f.message or ('will be restored' if f.status == 'change' else f.status))}")
             for e in f.entries:
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:
-            out.print(f"  will delete {shown(p)}")
+            out.print(f"  will delete {shown(p)}{_purge_what(p)}")
     problems = _problem_code(plan.files)
     if dry_run:
         if json_out:
@@ -436,7 +518,7 @@ def uninstall(
         for p in result.purged:
             out.print(f"✓ deleted {shown(p)}")
         for p in result.kept:
-            out.print(f"· kept {shown(p)}")
+            out.print(f"· kept {shown(p)}{_kept_why(p)}")
         for hint in result.restart:
             out.print(f"[bold]restart needed[/bold] — {shown(hint)}")
     raise typer.Exit(problems or (0 if result.ok else 1))

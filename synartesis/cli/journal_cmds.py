@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 
 from synartesis.cli.app import app
-from synartesis.cli.common import JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, shorten, shown, visible
+from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, run_servers,
+                                   run_status, shorten, shown, visible)
 from synartesis.errors import NoJournalError, UsageError
-from synartesis.journal import RunRow
 from synartesis.services.context import default_actor, open_journal, where
 from synartesis.services.runs import CLASS_BADGE, action_view, class_words, decide, pick_gated, run_summary
 
@@ -34,24 +34,20 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
         out.print("no runs recorded")
         return
     table = Table(box=None, pad_edge=False)
-    for col in (("run", "session", "agent", "status", "started", "actions") if runs
+    for col in (("run", "session", "agent", "servers", "status", "started", "actions") if runs
                 else ("session / run", "agent / servers", "status", "started", "actions")):
         table.add_column(col)
     if runs:
         for r in flat:
-            table.add_row(r.id[:8], (r.session_id or "-")[:10], shown(r.label or "-", line=True), _status(r), r.started_at,
+            table.add_row(r.id[:8], (r.session_id or "-")[:10], shown(r.label or "-", line=True), run_servers(r), run_status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     for s in sessions:
         table.add_row(f"[bold]{s.session.id[:10]}[/]", shown(s.who, line=True), s.shown_status, s.session.started_at,
                       _counts(s.actions, s.count("unknown"), s.count("gated"), suffix=f" in {len(s.runs)} run{'s' if len(s.runs) != 1 else ''}"))
         for r in s.runs:
-            table.add_row(f"  run {r.id[:8]}", shown(", ".join(sorted(r.servers)) or "-"), _status(r), r.started_at,
+            table.add_row(f"  run {r.id[:8]}", run_servers(r), run_status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     out.print(table)
-
-
-def _status(r: RunRow) -> str:
-    return r.shown_status + (" (proxy gone)" if r.stale else "")
 
 
 def _counts(n: int, unknown: int, held: int, suffix: str = "") -> str:
@@ -86,11 +82,11 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         out.print(f"[bold]session {sv.session.id}[/]  agent {shown(sv.who, line=True)}  {sv.shown_status}  "
                   f"started {sv.session.started_at}  {len(sv.runs)} run{'s' if len(sv.runs) != 1 else ''}")
         for r in sv.runs:
-            out.print(f"  run {r.id[:8]}  {shown(', '.join(sorted(r.servers)) or '-')}  {_status(r)}  started {r.started_at}"
+            out.print(f"  run {r.id[:8]}  {shown(', '.join(sorted(r.servers)) or '-')}  {run_status(r)}  started {r.started_at}"
                       + (f"  ended {r.ended_at}" if r.ended_at else "") + (f"  on {shown(r.host, line=True)}" if r.host else ""))
     else:
         r = view.target.runs[0]
-        out.print(f"[bold]run {r.id}[/]  agent {shown(r.label or '-', line=True)}  {_status(r)}  started {r.started_at}"
+        out.print(f"[bold]run {r.id}[/]  agent {shown(r.label or '-', line=True)}  {run_status(r)}  started {r.started_at}"
                   + (f"  ended {r.ended_at}" if r.ended_at else "") + f"  session {(r.session_id or '-')[:10]}"
                   + (f"  on {shown(r.host, line=True)}" if r.host else ""))
         if r.end_note or r.stale:

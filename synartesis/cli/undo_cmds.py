@@ -11,7 +11,7 @@ from rich.control import strip_control_codes
 from rich.markup import escape
 
 from synartesis.cli.app import StdoutClosed, app
-from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
+from synartesis.cli.common import (run_line, JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
                                     shorten, shown)
 from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
@@ -394,7 +394,7 @@ def prune_cmd(runs: Optional[list[str]] = typer.Argument(None, help="Runs to del
         out = console()
         verb = "deleted" if yes else "would delete"
         for r in plan.delete:
-            out.print(f"{verb} {r.id[:8]}  {shown(r.label or '-', line=True)}  {r.status}  {r.actions} action{'s' if r.actions != 1 else ''}")
+            out.print(f"{verb} {run_line(r)}")
         for r, why in plan.kept:
             out.print(f"kept {r.id[:8]}: {why}")
         if yes:

@@ -77,10 +77,7 @@ class SqliteBackend:
         created = False
         if not p.exists():
             if not create:
-                raise NoJournalError(f"there is no journal at {p} yet; one is created by the first proxy that writes to it. "
-                                     "This command took that path from --journal, $SYNARTESIS_JOURNAL, the "
-                                     "synartesis.yaml it found or $SYNARTESIS_HOME (default ~/.synartesis, where "
-                                     "installed proxies write)")
+                raise NoJournalError(f"there is no journal at {p} yet; one is created by the first proxy that writes to it")
             try:
                 if not p.parent.exists():  # ours: 0700 whatever the umask; an existing one is left as it is
                     from synartesis.fsops import ensure_private_dir  # only here: not on every start

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synartesis.journal import Journal
-from synartesis.paths import JOURNAL_ENV, Env, is_journal_url, locate_journal, locate_policy
+from synartesis.paths import JOURNAL_ENV, Env, is_journal_url, locate_journal, locate_policy, synartesis_home
 
 __all__ = ["Where", "where", "open_journal", "default_actor"]
 
@@ -20,6 +20,7 @@ class Where:
 
     policy: Path
     journal: Path
+    source: str = ""  #: where the journal's location came from, as a message says it ("--journal", …)
 
 
 def where(manifest: str | None = None, journal: str | None = None, env: Env | None = None) -> Where:
@@ -28,7 +29,19 @@ def where(manifest: str | None = None, journal: str | None = None, env: Env | No
     env = env or Env.current()
     policy = locate_policy(env, manifest)
     named = None if journal or env.get(JOURNAL_ENV) else policy_journal(policy)
-    return Where(policy, locate_journal(env, policy, journal, named))
+    if journal:
+        source = "--journal"
+    elif env.get(JOURNAL_ENV):
+        source = f"${JOURNAL_ENV}"
+    elif named:
+        source = f"the journal: key of {policy}"
+    elif manifest:
+        source = f"the policy given with --manifest ({policy}): journal.db beside it"
+    elif policy.parent == synartesis_home(env):
+        source = f"$SYNARTESIS_HOME ({policy.parent}, where installed proxies write): journal.db there"
+    else:
+        source = f"the synartesis.yaml found from this folder up ({policy}): journal.db beside it"
+    return Where(policy, locate_journal(env, policy, journal, named), source)
 
 
 def policy_journal(policy: Path) -> str | None:
@@ -60,7 +73,11 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     if manifest and not journal and not w.policy.exists():
         from synartesis.errors import PolicyError
         raise PolicyError(f"there is no policy at {w.policy} (given with --manifest)")
-    return Journal.open(w.journal, create=False)
+    from synartesis.errors import NoJournalError
+    try:
+        return Journal.open(w.journal, create=False)
+    except NoJournalError as exc:  # say the one source this command used, not every possible one
+        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}") from None
 
 
 def default_actor(journal: object = None) -> str:

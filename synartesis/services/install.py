@@ -367,8 +367,10 @@ def _ident(entry: ServerEntry, command: str, args: Sequence[str], desc: ClientDe
     derived from secrets)."""
     style, home = desc.expansion, str(env.home)
     value = entry.value if isinstance(entry.value, dict) else {}
-    extra: dict[str, Any] = {k: value[k] for k in _IDENT_KEYS if k in value}
-    if isinstance(value.get("env"), dict):
+    # An empty table or list (``"env": {}``, ``env_vars = []``) adds nothing in any client: the
+    # same server as none. An empty ``cwd`` is kept: Codex spawns in "" and fails, unlike none.
+    extra: dict[str, Any] = {k: value[k] for k in _IDENT_KEYS if k in value and value[k] not in ({}, [])}
+    if isinstance(value.get("env"), dict) and value["env"]:
         full = entry_env(value, style, env.environ, home)
         extra["env"] = {str(k): full.get(str(k), value["env"][k]) for k in value["env"]}
     if isinstance(value.get("cwd"), str):
@@ -669,11 +671,14 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         return "wrap", ""
 
     logins: list[str] = []
+    desktop_remote: list[str] = []
 
     def cover_remote(f: FoundFile, fp: FilePlan, entry: ServerEntry, shadow: tuple[FoundFile, str] | None) -> None:
         """A remote entry: wrap it in place (or, for a Claude Code project file, cover it with a
         local-scope entry in ``shadow``'s user file), or report why not."""
         desc = f.descriptor
+        if desc.id == "claude-desktop" and not desktop_remote:  # said once, only when the file has one
+            desktop_remote.append(DESKTOP_CONNECTORS + "; only the servers in the file are covered")
         action, reason = decide_remote(desc, entry, include_oauth=options.include_oauth,
                                        managed=managed(desc) if desc.managed else None)
         if action != "wrap":
@@ -710,8 +715,6 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
 
     user_files = [f for f in found.files if f.location.scope != "project"]
     project_files = [f for f in found.files if f.location.scope == "project"]
-    if any(f.descriptor.id == "claude-desktop" for f in found.files):
-        warnings.append(DESKTOP_CONNECTORS + "; only the servers in the file are covered")
 
     # 1. entries in user files (and project files we may edit)
     editable = list(user_files)
@@ -942,6 +945,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                             "start, so their proxies will use the policy and journal in ~/.synartesis. Unset it "
                             "before installing, or set it in each of those entries' env.")
     kept = {p["policy_key"] for fp in plans for p in fp.pending}
+    warnings += desktop_remote
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,
                        [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept])
@@ -1155,6 +1159,7 @@ class UninstallPlan:
     purge_paths: list[Path]
     restart: list[str]
     warnings: list[str] = field(default_factory=list)
+    has_record: bool = False  #: ``installed.json`` exists (it may list no entry: all restored before)
 
     @property
     def changes(self) -> bool:
@@ -1256,10 +1261,23 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
     purge_paths: list[Path] = []
     if purge:
         home = synartesis_home(env)
-        for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm"):
+        ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
+        record = [state_path(env)] if state_path(env).exists() and all(id(e) in ending for e in state.entries) else []
+        for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm",
+                  *_policy_caches(home), *record):
             if p.exists():
                 purge_paths.append(p)
-    return UninstallPlan(files, purge, purge_paths, restart, warnings)
+    return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists())
+
+
+def _policy_caches(home: Path) -> list[Path]:
+    """The compiled policy caches in ``home`` (:func:`synartesis.policy.cache.cache_path`: every
+    server's command line is in them, so a purge deletes them with the policy)."""
+    try:
+        names = sorted(os.listdir(home))
+    except OSError:
+        return []
+    return [home / n for n in names if re.fullmatch(r"policy-[0-9a-f]{16}\.json", n)]
 
 
 def apply_uninstall(env: Env, plan: UninstallPlan, *,
@@ -1302,15 +1320,14 @@ def apply_uninstall(env: Env, plan: UninstallPlan, *,
     purged: list[str] = []
     kept: list[str] = []
     if plan.purge:
+        sp = state_path(env)
         for p in plan.purge_paths:
+            if p == sp and state.entries:  # a file was refused: its records are needed for a later run
+                continue
             if fsops.remove_owned(p):
                 purged.append(str(p))
-        if not state.entries:
-            sp = synartesis_home(env) / "installed.json"
-            if fsops.remove_owned(sp):
-                purged.append(str(sp))
-        else:
-            kept.append(str(synartesis_home(env) / "installed.json"))
+        if sp.exists():
+            kept.append(str(sp))
         bdir = synartesis_home(env) / "backups"
         if bdir.exists():
             kept.append(str(bdir))

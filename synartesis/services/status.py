@@ -110,6 +110,7 @@ class StatusReport:
     warnings: list[str]
     policy_path: str
     policy_error: str | None = None  # the user policy does not load: every wrapped proxy refuses to start
+    policy_exists: bool = True  # False: no user policy yet (install writes it)
 
     @property
     def ok(self) -> bool:
@@ -344,4 +345,5 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     if policy_error is not None:  # every wrapped proxy refuses to start: nothing runs through synartesis
         rows = [replace(r, covered=False, drift=[*r.drift, "the policy does not load, so its proxy refuses to start"])
                 if r.covered else r for r in rows]
-    return StatusReport(rows, files, warnings, str(policy_path), policy_error)
+    return StatusReport(rows, files, warnings, str(policy_path), policy_error,
+                        policy_exists=pbytes is not None or policy_error is not None)

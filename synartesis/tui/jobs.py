@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from synartesis.errors import ConflictError, LiveRunError
 from synartesis.journal import ActionRow, Journal
 from synartesis.policy import Policy, load_policy
 from synartesis.services.held import HeldPreview, preview_held
@@ -69,7 +70,12 @@ async def undo(target: Target, run_id: str, dry_run: bool) -> UndoReport:
         with Journal.open(target.journal, create=False) as j:
             return undo_run(j, UndoOptions(run=run_id, dry_run=dry_run, by=target.by, policy=policy,
                                            entry_env=entry_env, stop=stop))
-    return await _on_thread(job)
+    try:
+        return await _on_thread(job)
+    except LiveRunError as exc:  # the CLI's advice names --force, which the console does not have
+        raise ConflictError(f"{exc.what} still active (an agent may still be writing through it): stop the "
+                            "agent (quit its client: the run ends when its proxy exits), then press u again; "
+                            f"to undo it while it runs, use `synartesis undo {run_id} --force` in a terminal") from None
 
 
 async def live(target: Target, run_id: str) -> LiveReport:

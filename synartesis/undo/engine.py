@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 from synartesis.canonical import canonical
-from synartesis.errors import ConflictError, UsageError
+from synartesis.errors import ConflictError, LiveRunError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
@@ -376,8 +376,8 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
     if target.live_runs and not (opts.force or opts.own_run):
         run = target.live_runs[0]
         what = f"run {run.id[:8]} is" if target.kind == "run" else f"{target.name} has a run still active ({run.id[:8]}):"
-        raise ConflictError(f"{what} still active (an agent may still be writing through it); "
-                            "stop the agent first, close it with `synartesis close`, or add --force")
+        raise LiveRunError(f"{what} still active (an agent may still be writing through it); "
+                           "stop the agent first, close it with `synartesis close`, or add --force", what, run.id)
     preview = opts.dry_run or (opts.force and not opts.yes)
     if not preview:
         if j.close_stale():  # a run whose proxy is gone ends now; its in-flight calls become unknown

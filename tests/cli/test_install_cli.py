@@ -31,6 +31,67 @@ def test_without_a_terminal_and_without_yes_it_refuses(fake_home, tmp_path):
     assert not (fake_home / ".synartesis" / "backups").exists()
 
 
+def _with_stdout_to_a_file(tmp_path: Path, args: list[str], answer: bytes) -> tuple[int, str, str]:
+    """Run synartesis with stdin and stderr on a pty and stdout to a file (`… > out.txt`); type
+    ``answer`` once the question shows on the pty. Returns (exit code, the pty's text, the file's)."""
+    import pty
+
+    master, slave = pty.openpty()
+    out_path = tmp_path / "out.txt"
+    with open(out_path, "wb") as out_file:
+        proc = subprocess.Popen([sys.executable, "-m", "synartesis", *args], stdin=slave, stdout=out_file,
+                                stderr=slave, cwd=tmp_path, env=dict(os.environ, TERM="xterm"))
+    os.close(slave)
+    seen, answered = b"", False
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:
+                    break
+            if not answered and (b"Write these changes?" in seen or b"Restore these entries?" in seen):
+                os.write(master, answer)
+                answered = True
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        os.close(master)
+    return code, seen.decode("utf-8", "replace"), out_path.read_text()
+
+
+@pytest.mark.skipif(sys.platform.startswith("win"), reason="pty")
+def test_with_stdout_in_a_file_it_shows_the_plan_and_asks_on_the_terminal(fake_home, tmp_path):
+    """A new user's round 8: `synartesis install > out.txt` at a terminal refused with "no
+    terminal to ask on". The plan and the question go to the terminal (stderr), the file keeps
+    the plan and the outcome."""
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    code, screen, saved = _with_stdout_to_a_file(tmp_path, ["install", "--no-start", "--proxy-path",
+                                                            fake_proxy(tmp_path)], b"y")
+    assert code == 0, screen + saved
+    assert "Write these changes?" in screen and str(cfg) in screen
+    assert str(cfg) in saved and "Write these changes?" not in saved
+    assert "proxy" in cfg.read_text()
+
+
+@pytest.mark.skipif(sys.platform.startswith("win"), reason="pty")
+def test_with_stdout_in_a_file_a_no_on_the_terminal_writes_nothing(fake_home, tmp_path):
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    code, screen, saved = _with_stdout_to_a_file(tmp_path, ["install", "--no-start", "--proxy-path",
+                                                            fake_proxy(tmp_path)], b"n")
+    assert code == 1, screen + saved
+    assert "Nothing was written." in saved and cfg.read_text() == DESKTOP
+
+
+def test_the_refusal_without_a_terminal_says_which_stream_is_not_one(fake_home, tmp_path):
+    place(fake_home, "claude-desktop", DESKTOP)
+    p = run(tmp_path, "install", "--no-start", "--proxy-path", fake_proxy(tmp_path), input="y\n")
+    assert p.returncode == 2 and "stdin is not a terminal" in p.stderr and "pass --yes" in p.stderr
+
+
 def test_dry_run_shows_a_redacted_diff_and_writes_nothing(fake_home, tmp_path):
     cfg = place(fake_home, "claude-desktop", DESKTOP.replace('"-y",', '"-y", "--api-key", "sk-live-1234567890abc",'))
     codex = place(fake_home, "codex", CODEX)

@@ -83,3 +83,22 @@ def test_describe_changes() -> None:
         "outbox: +1 message(s)",
     ]
     assert describe_changes(before, before) == []
+
+
+def test_a_command_the_demo_shows_is_never_broken_across_lines_when_piped() -> None:
+    """A new user's round 8: piped, the demo wrapped at 80 columns and split the copyable
+    `synartesis approve ID --journal PATH` in two."""
+    import io
+
+    from synartesis.cli.demo_cmds import _render_step, demo_console
+    from synartesis.services.demo import CommandRun, DemoStep
+
+    command = ("synartesis approve 1e1983ae-5b7c-4c1d-9a51-2f0e6b1d7c44 --journal "
+               "/tmp/synartesis-demo-k2j4h5g6/journal.db")
+    step = DemoStep(6, "An irreversible call is held until a person approves it")
+    step.say(f"  │ held: send_email cannot be undone; a person approves it with: {command}")
+    step.ran(CommandRun(command, 0, f"1 waiting: {command}"))
+    out = io.StringIO()
+    _render_step(demo_console(file=out, width=80, no_color=True), step)
+    lines = out.getvalue().splitlines()
+    assert sum(command in line for line in lines) == 3, out.getvalue()

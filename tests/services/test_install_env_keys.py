@@ -187,3 +187,38 @@ def test_check_says_why_it_cannot_start_a_key_whose_entries_disagree(fake_home, 
     assert res.returncode == 1, said
     assert "Claude Code's memory and Cursor's memory are both wrapped as `memory`" in said
     assert "undo would do the same" not in said and str(tmp_path / "claude.jsonl") not in said
+
+
+def test_an_empty_env_is_the_same_server_as_no_env(fake_home, tmp_path):
+    """A new user's round 8: Claude Code's `memory` with `"env": {}` and Codex's with no env got
+    `memory` and `memory-codex`; an empty table adds nothing to the server's environment."""
+    place(fake_home, "claude-code", _claude({}))
+    place(fake_home, "codex", _codex())
+    plan, result = install(make_env(fake_home), tmp_path)
+    assert result.ok and keys(plan) == {"claude-code:memory": "memory", "codex:memory": "memory"}
+
+
+def test_an_empty_working_directory_is_not_the_same_as_none(fake_home, tmp_path):
+    """Codex spawns a server in `cwd = ""` and fails: not the server that has no cwd."""
+    place(fake_home, "claude-code", _claude(cwd=""))
+    place(fake_home, "cursor", _claude())
+    plan, _ = install(make_env(fake_home), tmp_path)
+    assert len(set(keys(plan).values())) == 2
+
+
+def test_a_key_recorded_apart_for_an_empty_env_stays_on_reinstall(fake_home, tmp_path, monkeypatch):
+    """An install made while `"env": {}` counted as an env keeps `memory-codex`: a re-install
+    never renames a key the policy and journals already use."""
+    import synartesis.services.install as install_mod
+
+    place(fake_home, "claude-code", _claude({}))
+    place(fake_home, "codex", _codex())
+    env = make_env(fake_home)
+    real = install_mod._ident
+    with monkeypatch.context() as old:  # the earlier version: any `env` key made a server of its own
+        old.setattr(install_mod, "_ident", lambda entry, *a: real(entry, *a) + ("env" in entry.value) * "!")
+        first, _ = install(env, tmp_path)
+    assert keys(first) == {"claude-code:memory": "memory", "codex:memory": "memory-codex"}
+    again, result = install(env, tmp_path)
+    assert result.ok and keys(again) == keys(first)
+    assert not [w for w in again.warnings if "both wrapped" in w or "is given the policy key" in w]

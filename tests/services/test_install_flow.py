@@ -340,3 +340,34 @@ def test_a_broken_user_policy_stops_install_before_any_client_file_is_touched(fa
         plan_install(make_env(fake_home), options(tmp_path))
     assert str(exc.value).startswith(f"{pol}:") and exc.value.exit_code == 2
     assert cfg.read_text() == DESKTOP and pol.read_text() == "version: 1\nservers: {a: [\n"
+
+
+def test_purge_lists_and_deletes_the_policy_cache_and_the_install_record(fake_home, tmp_path):
+    """A new user's round 8: after a plain uninstall, `uninstall --purge --yes` deleted
+    installed.json without listing it and left policy-<hash>.json (every server's command line)."""
+    from synartesis.policy.cache import cache_path, load_policy_cached
+
+    place(fake_home, "claude-desktop", DESKTOP)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    uninstall(env)
+    home = fake_home / ".synartesis"
+    load_policy_cached(home / "synartesis.yaml", home)
+    cache = cache_path(home / "synartesis.yaml", home)
+    assert cache.exists() and (home / "installed.json").exists()
+    plan, result = uninstall(env, purge=True)
+    assert plan.files == [] and plan.has_record
+    assert set(plan.purge_paths) == {home / "synartesis.yaml", cache, home / "installed.json"}
+    assert sorted(result.purged) == sorted(map(str, plan.purge_paths))
+    assert not cache.exists() and not (home / "installed.json").exists()
+
+
+def test_purge_keeps_the_install_record_while_another_client_is_still_wrapped(fake_home, tmp_path):
+    place(fake_home, "claude-desktop", DESKTOP)
+    place(fake_home, "cursor", DESKTOP)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    plan, result = uninstall(env, client="cursor", purge=True)
+    record = fake_home / ".synartesis" / "installed.json"
+    assert record not in plan.purge_paths and str(record) in result.kept and record.exists()
+    assert load_state(env).entries and all(e["client"] == "claude-desktop" for e in load_state(env).entries)

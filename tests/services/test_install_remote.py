@@ -263,3 +263,10 @@ def test_a_claude_code_headers_helper_is_carried_to_the_bridge_as_written(fake_h
     assert entry["headersHelper"] == "~/bin/corp-token --json"
     uninstall(env, client="claude-code")
     assert cfg.read_text() == text
+
+
+def test_claude_desktop_without_remote_entries_gets_no_connectors_warning(fake_home, tmp_path):
+    """A new user's round 8: the warning came for every Claude Desktop file, remote entries or not."""
+    place(fake_home, "claude-desktop", json.dumps({"mcpServers": {"files": {"command": "node", "args": ["x.js"]}}}))
+    plan, result = install(make_env(fake_home), tmp_path, client="claude-desktop")
+    assert result.ok and not [w for w in plan.warnings if "Connectors" in w]

@@ -334,6 +334,10 @@ def test_undo_of_an_active_run_is_refused_with_the_reason(world):
                 job = app.screen
                 await until(pilot, lambda: job.state == "done", what="the refusal")
                 assert "still active" in job.body_text
+                # the console has no --force (a new user's round 8): it says what works here
+                said = " ".join(job.body_text.split())
+                assert "--force" not in said.split("synartesis undo")[0] and "press u again" in said
+                assert "synartesis undo " in said and "--force` in a terminal" in said
                 await pilot.press("y")
                 await pilot.pause(0.2)
                 assert job.state == "done"
