@@ -237,6 +237,23 @@ def answer_frame(line: Any) -> LazyFrame | None:
     ``method``, a later ``id``) is :meth:`LazyFrame.sure`'s question, asked where the answer
     is used (README, design notes, "The answer's id without parsing it").
     """
+    if line[-1:] == b"}":  # no whitespace after it: what every SDK writes
+        if line.startswith(_RESULT_FIRST):
+            cut = line.rfind(_TAIL)
+            if cut < 0:
+                return None
+            token = line[cut + len(_TAIL):-1]
+        elif line.startswith(_HEAD):
+            comma = line.find(_RESULT_KEY, len(_HEAD))
+            if comma < 0:
+                return None
+            token = line[len(_HEAD):comma]
+        else:
+            return None
+        if token.isdigit() and len(token) < 300 and (token[0] != 0x30 or len(token) == 1):
+            return LazyFrame(line, None, answer_id=int(token))
+        mid = _plain_value(token)
+        return None if mid is _UNREAD else LazyFrame(line, None, answer_id=mid)
     found = _answer_spans(line)
     if found is None:
         return None
@@ -512,7 +529,8 @@ class LazyFrame:
         self._sure: bool | None = None if members is None else True
 
     def sure(self) -> bool:
-        """Whether the members found without parsing are certainly the frame's (for valid JSON).
+        """Whether the routing read without parsing is certain (for valid JSON): that the frame
+        is a response (no ``method``), and its ``id``.
 
         Always for a frame read by the envelope reader, and for an everyday answer over
         :data:`LARGE` bytes (routed by its two ends, as the envelope reader routes a large

@@ -29,7 +29,8 @@ TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (RE
 if TYPE_CHECKING:
     from typing import Any
 
-from synartesis.proxy.framing import LazyFrame, dump, parse_lenient, read_frames, response_id, write_frame
+from synartesis.proxy.framing import (LazyFrame, dump, parse_lenient, parse_lenient_small, read_frames, response_id,
+                                      write_frame)
 from synartesis.proxy.spawn import popen_server
 from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds, request_body
 
@@ -154,10 +155,26 @@ class StdioUpstream:
         msg = parse_lenient(line)
         mid = response_id(msg)
         if mid.__class__ is str and self.ids.owns(mid):
+            if isinstance(msg, LazyFrame):
+                if not msg.sure():  # its ends may not tell the whole truth: route it parsed
+                    self._dispatch_parsed(line, parse_lenient_small(line))
+                    return
+                msg = msg.parse()
             waiting = self._pending.pop(mid, None)
             if waiting is not None:
-                waiting.complete(msg.parse() if isinstance(msg, LazyFrame) else msg)
+                waiting.complete(msg)
             return  # an answer to a request we gave up on is not the client's either
+        if self._on_message is not None:
+            self._on_message(line, msg)
+
+    def _dispatch_parsed(self, line: Any, msg: Any) -> None:
+        """:meth:`_dispatch` of a frame already parsed in full."""
+        mid = response_id(msg)
+        if mid.__class__ is str and self.ids.owns(mid):
+            waiting = self._pending.pop(mid, None)
+            if waiting is not None:
+                waiting.complete(msg)
+            return
         if self._on_message is not None:
             self._on_message(line, msg)
 
