@@ -46,7 +46,13 @@ from synartesis.proxy.call import (
     lone_surrogate,
     tool_result,
 )
-from synartesis.proxy.framing import NOT_RESPONSE, PREVIEW, LazyFrame, id_key, response_id
+from synartesis.proxy.framing import (
+    NOT_RESPONSE,
+    PREVIEW,
+    LazyFrame,
+    id_key,
+    response_id,
+)
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed, is_unknown_answer
 

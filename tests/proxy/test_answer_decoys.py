@@ -14,6 +14,7 @@ import time
 
 import pytest
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, open_journal, proxy_argv
+
 from synartesis.proxy.pipeline import UNSURE_ANSWER
 
 
