@@ -13,6 +13,9 @@ Environment knobs:
   that reports an error although it wrote).
 - ``FAKE_LOG=FILE``: append every tools/call (name, arguments, _meta) to FILE as a JSON line.
 - ``FAKE_HANG=TOOL``: calls of TOOL are read and never answered (a server stuck mid-call).
+- ``FAKE_DECOY=method|later_id|escaped``: every tools/call is first "answered" with a frame
+  that ends like its answer but is not one (a ``method`` member in the middle; a later ``id``
+  that parsers keep; a ``method`` key spelled with ``\\u`` escapes), then answered for real.
 """
 
 from __future__ import annotations
@@ -61,7 +64,20 @@ def main() -> None:
             sys.stdout.write(json.dumps(obj) + "\n")
             sys.stdout.flush()
 
+    decoy = os.environ.get("FAKE_DECOY")
+
+    def send_decoy(mid) -> None:
+        body = '{"content":[{"type":"text","text":"decoy"}]}'
+        frame = {"method": f'{{"result":{body},"method":"notifications/decoy","jsonrpc":"2.0","id":{json.dumps(mid)}}}',
+                 "later_id": f'{{"jsonrpc":"2.0","id":{json.dumps(mid)},"result":{body},"id":"decoy-1"}}',
+                 "escaped": f'{{"result":{body},"\\u006dethod":"x","jsonrpc":"2.0","id":{json.dumps(mid)}}}'}[decoy]
+        with out_lock:
+            sys.stdout.write(frame + "\n")
+            sys.stdout.flush()
+
     def result(mid, value, error=False):
+        if decoy:
+            send_decoy(mid)
         body = {"content": [{"type": "text", "text": json.dumps(value) if not isinstance(value, str) else value}]}
         if error:
             body["isError"] = True

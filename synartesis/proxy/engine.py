@@ -26,6 +26,7 @@ Contract (DESIGN §3 and §10, PROXY.md §2):
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import threading
@@ -38,7 +39,8 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import INVALID, LazyFrame, dump, id_key, parse
+from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, parse_lenient_small,
+                                      response_id)
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
@@ -149,7 +151,7 @@ class Engine:
         self._pins_logged = False
         self._rules: dict[tuple[str, str], Rule] = {}
         self._plain_tools: dict[str, tuple | bool] = {}  # tool name -> what _plain_read decided
-        self._seq = 0
+        self._seq = itertools.count(1)
         self._recorder: JournalThread | None = None
         self._stop = threading.Event()
         self._client_eof = threading.Event()
@@ -222,13 +224,11 @@ class Engine:
 
     def next_seq(self) -> int:
         """The next seq of this proxy's run (the proxy is the only writer of its run)."""
-        with self._lock:
-            self._seq += 1
-            return self._seq
+        return next(self._seq)  # itertools.count: one C call, atomic under the GIL
 
     def record_read(self, item: dict) -> None:
         """Journal a finished (or never answered) read on the journal thread."""
-        self._journal_thread().add(item)
+        (self._recorder or self._journal_thread()).add(item)
 
     def _journal_thread(self) -> JournalThread:
         if self._recorder is None:
@@ -329,6 +329,13 @@ class Engine:
             import _thread
             ctx.waiter = _thread.allocate_lock()
             ctx.waiter.acquire()
+        elif self.call_timeout and self._recorder is None:
+            self._journal_thread()  # its timer watches this read's deadline
+        return self._send(ctx, line)
+
+    def _send(self, ctx: CallContext, line: Any) -> bool:
+        """:meth:`forward` once the frame is known: in flight, then written (nothing after the
+        write but returning, so this thread is back in its read when the answer comes)."""
         if self.call_timeout:
             ctx.deadline = time.monotonic() + self.call_timeout
         with self._lock:  # a cancel either finds it queued (never sent) or in flight
@@ -336,23 +343,29 @@ class Engine:
                 return False
             ctx.forwarded = True
             self._inflight[ctx.id_key] = ctx
-            self._queued.pop(ctx.id_key, None)
+            if self._queued:
+                self._queued.pop(ctx.id_key, None)
         try:
             self.upstream_for(ctx).send(line)
         except RequestFailed:
             self._inflight.pop(ctx.id_key, None)
             ctx.forwarded = False
             return False
-        if not wait and self.call_timeout:
-            self._journal_thread()  # its timer watches this read's deadline
         return True
 
     def forward_read(self, ctx: CallContext, run_id: str, server: str, tool: str, rule: str | None,
-                     args: Any) -> None:
+                     args: Any, line: Any = None) -> None:
         """Forward a plain read; it is journalled (numbered now) when its answer has gone to the
-        client, or as ``unknown`` if none comes."""
-        ctx.read = {"run": run_id, "server": server, "tool": tool, "rule": rule, "args": args, "seq": self.next_seq()}
-        if not self.forward(ctx, wait=False):
+        client, or as ``unknown`` if none comes. ``line``: the frame to send when the caller
+        knows it (the client's own bytes); else :meth:`upstream_line` says."""
+        ctx.read = {"run": run_id, "server": server, "tool": tool, "rule": rule, "args": args, "seq": next(self._seq)}
+        if line is None:
+            sent = self.forward(ctx, wait=False)
+        else:
+            if self.call_timeout and self._recorder is None:
+                self._journal_thread()  # its timer watches this read's deadline
+            sent = self._send(ctx, line)
+        if not sent:
             if ctx.cancelled:
                 self.record_read({**ctx.read, "status": "failed", "note": "the client cancelled the call before it was sent"})
                 return
@@ -574,7 +587,9 @@ class Engine:
                 # nothing ahead of it, nothing to capture: forwarded from here, no lane hop and
                 # no pipeline (the policy said all there is to say: a readonly rule, no pins)
                 try:
-                    self.forward_read(ctx, self.ensure_run(), *plain)
+                    server, tool, rule, verbatim, args = plain
+                    self.forward_read(ctx, self.run_id or self.ensure_run(), server, tool, rule, args,
+                                      ctx.line if verbatim else None)
                 except JournalError as exc:
                     log("error", "journal failed; the call was not sent", error=str(exc))
                     from synartesis.proxy.pipeline import JOURNAL_DOWN
@@ -631,31 +646,33 @@ class Engine:
             pass
 
     def _plain_read(self, ctx: CallContext) -> tuple | None:
-        """``(server, tool, rule name, args)`` of a call whose rule is readonly with nothing to
-        read before or after it, on an unpinned server, with valid text; else None (the
-        pipeline decides). What a tool name decides is kept per name when its rule cannot
-        depend on the arguments (no ``when``): the policy does not change while we run."""
+        """``(server, tool, rule name, verbatim, args)`` of a call whose rule is readonly with
+        nothing to read before or after it, on an unpinned server, with valid text; else None
+        (the pipeline decides). ``verbatim``: the client's bytes are what the server gets (no
+        name to unwrap). What a tool name decides is kept per name when its rule cannot depend
+        on the arguments (no ``when``): the policy does not change while we run."""
         params = ctx.msg.get("params")
-        if not isinstance(params, dict):
+        if params.__class__ is not dict:
             return None
         name = params.get("name")
-        if not isinstance(name, str):
-            return None
-        known = self._plain_tools.get(name)
+        known = self._plain_tools.get(name) if name.__class__ is str else None
         args = params.get("arguments")
-        args = {} if args is None else args
+        if args is None:
+            args = {}
         if known is None:
+            if not isinstance(name, str):
+                return None
             known = self._plain_tool(name, args)
             if known is None:
                 return None
-        if known is False or lone_surrogate(ctx.line, params):
+        if known is False or (b"\\u" in ctx.line and lone_surrogate(ctx.line, params)):
             return None
         return (*known, args)
 
     def _plain_tool(self, name: str, args: Any) -> tuple | bool | None:
-        """``(server, tool, rule name)`` when ``name`` is a plain read, False when it is not;
-        kept for the next call when the answer holds for any arguments (returned as None when
-        it was not kept and is no plain read)."""
+        """``(server, tool, rule name, verbatim)`` when ``name`` is a plain read, False when it
+        is not; kept for the next call when the answer holds for any arguments (returned as
+        None when it was not kept and is no plain read)."""
         try:
             server, tool = self.route(name)
         except LookupError:
@@ -664,7 +681,8 @@ class Engine:
         if spec is None or spec.pins:
             return None
         rule = self.policy_rule(server, tool, args)
-        known = (server, tool, rule.match if rule.matched else None) if is_plain_read(rule) else False
+        verbatim = tool == name and type(self).upstream_line is Engine.upstream_line
+        known = (server, tool, rule.match if rule.matched else None, verbatim) if is_plain_read(rule) else False
         if (server, tool) in self._rules:  # no `when` could change the rule: it holds for every call
             self._plain_tools[name] = known
         return known or None
@@ -672,18 +690,25 @@ class Engine:
     # -- server → client ----------------------------------------------------------------
     def on_server_message(self, line: Any, msg: Any) -> None:
         """Route one server frame (called by the upstream's reader, in order)."""
-        if isinstance(msg, dict):
-            is_answer = "method" not in msg and "id" in msg
-            mid = msg.get("id") if is_answer else None
-        elif isinstance(msg, LazyFrame):
-            is_answer = "method" not in msg and "id" in msg
-            mid = msg.member("id") if is_answer else None
-        else:
-            is_answer = False
-        if is_answer:
+        mid = response_id(msg)
+        if mid is not NOT_RESPONSE:
             key = id_key(mid)
-            ctx = self._inflight.pop(key, None)
+            ctx = self._inflight.get(key)
+            if (ctx is None or ctx.read is None) and msg.__class__ is LazyFrame and not msg.sure():
+                # not a plain read's answer (whose record the journal thread checks): route
+                # it by the parsed frame when its two ends may not tell the whole truth
+                self.on_server_message(line, parse_lenient_small(line))
+                return
+            ctx = self._inflight.pop(key, None)  # None if the call timer took it meanwhile
             if ctx is not None:
+                if ctx.read is not None:
+                    # a plain read: its record goes to the journal thread (which reads the
+                    # answer's members and digest) before the answer goes out, so writing to
+                    # the client is the last thing this thread does before it reads again
+                    # and the client's next call finds the GIL free
+                    self._settle(ctx, msg, None)
+                    self.send_to_client(line)
+                    return
                 self._answer_or_keep(ctx, line, msg)
                 self._settle(ctx, msg, None)
                 return

@@ -46,7 +46,13 @@ from synartesis.proxy.call import (
     lone_surrogate,
     tool_result,
 )
-from synartesis.proxy.framing import PREVIEW, LazyFrame
+from synartesis.proxy.framing import (
+    NOT_RESPONSE,
+    PREVIEW,
+    LazyFrame,
+    id_key,
+    response_id,
+)
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
 from synartesis.proxy.transport import RequestFailed, is_unknown_answer
 
@@ -56,6 +62,10 @@ __all__ = ["DECLARED_NOTE", "GATE_PREFIX", "CallContext", "CallHost", "ReadOutco
 GATE_PREFIX = "Synartesis is holding this call for approval"
 IRREVERSIBLE = "this action cannot be undone"
 READ_RESULT_WHOLE = 1024
+# a read settled by a frame whose ends name its id, but whose parse says it is not that
+# answer (a request carrying a result, or a later id): forwarded as it was, its outcome unknown
+UNSURE_ANSWER = ("outcome unknown: the server sent a frame that ends like the answer to this call but is not "
+                 "(it names a method, or a later id); it was forwarded as it was")
 # What the agent is told when the journal cannot take a call (the error names the journal,
 # never a password): the call is held, not sent (issue 14 item 4).
 JOURNAL_DOWN = ("Synartesis is holding this call and did not send it: it could not be journalled ({error}). "
@@ -276,6 +286,12 @@ def read_record(item: dict) -> dict:
         return item
     msg = item.pop("answer")
     if isinstance(msg, LazyFrame):
+        if not msg.sure():  # routed by its two ends; the parse the relay thread skipped is done here
+            parsed = msg.parse()
+            mid = response_id(parsed)
+            if mid is NOT_RESPONSE or id_key(mid) != id_key(msg.member("id")):
+                return {**item, "status": "unknown", "note": UNSURE_ANSWER}
+            return read_record({**item, "answer": parsed})
         if "error" in msg:
             return {**item, "status": "failed", "note": f"the server answered with an error: {_error_message(msg.member('error'))}"}
         if msg.result_size() <= READ_RESULT_WHOLE:

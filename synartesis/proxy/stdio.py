@@ -29,7 +29,8 @@ TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (RE
 if TYPE_CHECKING:
     from typing import Any
 
-from synartesis.proxy.framing import LazyFrame, dump, parse_lenient, read_frames, write_frame
+from synartesis.proxy.framing import (LazyFrame, dump, parse_lenient, parse_lenient_small, read_frames, response_id,
+                                      write_frame)
 from synartesis.proxy.spawn import popen_server
 from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds, request_body
 
@@ -87,6 +88,7 @@ class StdioUpstream:
         self.ids = RequestIds()
         self.exit_code: int | None = None
         self.closed = threading.Event()  # set once no more frames can come
+        self._eof = False  # closed.is_set(), read without a call on every frame sent
         self._stdin_fd: int | None = popen.stdin.fileno()
         self._wlock = threading.Lock()
         self._pending: dict[str, PendingRequest] = {}
@@ -136,6 +138,7 @@ class StdioUpstream:
             read_frames(fd, self._dispatch, _READ_CHUNK)
         finally:
             self._fail_pending("closed", f"{self.label} closed its output")
+            self._eof = True
             self.closed.set()
             if self._on_close is not None:
                 self._on_close()
@@ -150,17 +153,28 @@ class StdioUpstream:
 
     def _dispatch(self, line: Any) -> None:
         msg = parse_lenient(line)
-        if isinstance(msg, dict):
-            mid = msg.get("id") if "method" not in msg else None
-        elif isinstance(msg, LazyFrame):
-            mid = msg.member("id") if "method" not in msg else None
-        else:
-            mid = None
-        if isinstance(mid, str) and self.ids.owns(mid):
+        mid = response_id(msg)
+        if mid.__class__ is str and self.ids.owns(mid):
+            if isinstance(msg, LazyFrame):
+                if not msg.sure():  # its ends may not tell the whole truth: route it parsed
+                    self._dispatch_parsed(line, parse_lenient_small(line))
+                    return
+                msg = msg.parse()
             waiting = self._pending.pop(mid, None)
             if waiting is not None:
-                waiting.complete(msg.parse() if isinstance(msg, LazyFrame) else msg)
+                waiting.complete(msg)
             return  # an answer to a request we gave up on is not the client's either
+        if self._on_message is not None:
+            self._on_message(line, msg)
+
+    def _dispatch_parsed(self, line: Any, msg: Any) -> None:
+        """:meth:`_dispatch` of a frame already parsed in full."""
+        mid = response_id(msg)
+        if mid.__class__ is str and self.ids.owns(mid):
+            waiting = self._pending.pop(mid, None)
+            if waiting is not None:
+                waiting.complete(msg)
+            return
         if self._on_message is not None:
             self._on_message(line, msg)
 
@@ -181,7 +195,7 @@ class StdioUpstream:
         """
         with self._wlock:
             fd = self._stdin_fd
-            if fd is None or self.closed.is_set():
+            if fd is None or self._eof:
                 raise RequestFailed(f"{self.label} is not running", "unsent")
             try:
                 write_frame(fd, line)

@@ -65,7 +65,7 @@ import httpx2
 
 from synartesis import __version__
 from synartesis.log import log
-from synartesis.proxy.framing import LazyFrame, parse_lenient
+from synartesis.proxy.framing import LazyFrame, parse_lenient, parse_lenient_small
 from synartesis.proxy.transport import (
     CloseHandler,
     MessageHandler,
@@ -861,6 +861,8 @@ class HttpUpstream:
         if msg is None:
             msg = parse_lenient(frame)
         lazy = isinstance(msg, LazyFrame)
+        if lazy and not msg.sure():  # its ends may not tell the whole truth (a method, a later id)
+            msg, lazy = parse_lenient_small(frame), False
         items = [msg] if lazy or not isinstance(msg, list) else msg
         for item in items:
             is_answer = (lazy or isinstance(item, dict)) and "method" not in item and "id" in item

@@ -10,7 +10,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synartesis.proxy.framing import INVALID, LazyFrame, LineSplitter, dump, parse, parse_lenient
+from synartesis.proxy.framing import INVALID, LazyFrame, LineSplitter, dump, id_key, parse, parse_lenient, response_id
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False)
@@ -129,3 +129,52 @@ def test_a_client_frame_is_accepted_exactly_when_json_loads_accepts_it(line):
     assert (got is INVALID) == (want is INVALID)
     if got is not INVALID:
         assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+
+
+def _response_key(msg):
+    """What routing needs from a parsed frame: the id of a response, or None for no response."""
+    if isinstance(msg, dict) and "method" not in msg and "id" in msg:
+        return id_key(msg["id"])
+    return None
+
+
+_DECOYS = [None, "method", "later_id", "earlier_id", "escaped_method", "escaped_id", "error", "spaced"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.integers(-10**18, 10**18), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)),
+       _json, st.booleans(), st.sampled_from(_DECOYS))
+def test_an_answer_routed_by_its_ends_is_sure_only_when_the_parse_agrees(mid, value, ts_order, decoy):
+    body = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    idj = json.dumps(mid, ensure_ascii=False)
+    extra = {None: "", "method": ',"method":"x/y"', "later_id": "", "earlier_id": ',"id":"other"',
+             "escaped_method": ',"\\u006dethod":"x/y"', "escaped_id": "", "error": ',"error":{"code":1}', "spaced": ""}[decoy]
+    if ts_order:
+        line = f'{{"result":{body}{extra},"jsonrpc":"2.0","id":{idj}}}'
+    else:
+        tail = {"later_id": ',"id":"other"', "escaped_id": ',"\\u0069d":"other"'}.get(decoy, extra)
+        line = f'{{"jsonrpc":"2.0","id":{idj},"result":{body}{tail}}}'
+    if decoy == "spaced":
+        line += " \r"
+    raw = line.encode()
+    frame = parse_lenient(raw)
+    full = json.loads(raw)
+    if isinstance(frame, LazyFrame):
+        assert frame.member("id") == mid  # what the ends say, always the id routing starts from
+        if frame.sure():
+            assert _response_key(full) == id_key(response_id(frame)) == id_key(mid)
+            assert "method" not in full
+            if decoy not in ("earlier_id", "error"):  # no other member beside the result: its span is exact
+                assert frame.result() == full["result"]
+    misleading = _response_key(full) != id_key(mid)  # a request with a result, or a later id
+    assert misleading == (decoy in ("method", "escaped_method") or (not ts_order and decoy in ("later_id", "escaped_id", "earlier_id")))
+    if misleading:
+        assert not (isinstance(frame, LazyFrame) and frame.sure())  # the full parse decides these
+
+
+def test_ids_are_keyed_as_a_javascript_server_answers_them():
+    assert id_key(5) == id_key(5.0) == id_key(-0.0 + 5)
+    assert id_key(0) == id_key(-0.0)
+    assert id_key(2**53 + 1) == id_key(2**53) == id_key(float(2**53))  # rounded, as JSON.parse reads it
+    assert id_key(2**53 - 1) != id_key(2**53 - 2)
+    assert len({id_key(True), id_key(1), id_key("1"), id_key(None), id_key(1.5), id_key(10**400)}) == 6
