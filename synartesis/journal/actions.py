@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 
 from synartesis.canonical import call_key, canonical, sha256_hex
 from synartesis.errors import UsageError
+from synartesis.journal.blobs import ACTION_BLOB_MIN
 from synartesis.journal.chain import ChainMixin, chain_texts
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
                                      action_values, new_id, new_ids, now_iso)
@@ -61,9 +62,9 @@ class ActionsMixin(ChainMixin):
         ts = now_iso()
         row = ActionRow(
             id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule,
-            call_key=call_key(server, tool, args), args_ref=self.put_json(args), prior=prior,
-            snapshot_ref=self.put_json(snapshot) if prior == "captured" else None,
-            result_ref=self._put_opt(result), inverse_ref=None, verify_ref=self._put_opt(verify), post_ref=None,
+            call_key=call_key(server, tool, args), args_ref=self.put_json(args, ACTION_BLOB_MIN), prior=prior,
+            snapshot_ref=self.put_json(snapshot, ACTION_BLOB_MIN) if prior == "captured" else None,
+            result_ref=self._put_payload(result), inverse_ref=None, verify_ref=self._put_payload(verify), post_ref=None,
             status=status, note=note, decided_by=decided_by, decided_at=decided_at, decision_note=None,
             used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts, gseq=self._next_gseq())
         self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", action_values(row))
@@ -210,9 +211,9 @@ class ActionsMixin(ChainMixin):
         """Store the pre-read: ``prior`` is ``captured`` (with ``snapshot`` payload) or ``absent``.
         Committed before the call is forwarded (PROXY.md §2.8)."""
         with self._guard("store snapshot"), self._tx():
-            snap = self.put_json(snapshot) if prior == "captured" else None
+            snap = self.put_json(snapshot, ACTION_BLOB_MIN) if prior == "captured" else None
             self._q("UPDATE actions SET prior = ?, snapshot_ref = ?, verify_ref = ?, updated_at = ? WHERE id = ?",
-                    (prior, snap, self._put_opt(verify), now_iso(), action_id))
+                    (prior, snap, self._put_payload(verify), now_iso(), action_id))
             self._action_event(action_id, "action.snapshot")
 
     def mark_applied(self, action_id: str, *, result: Any, inverse: list | None, verify: Any,
@@ -220,8 +221,8 @@ class ActionsMixin(ChainMixin):
         """The call succeeded: store result, resolved inverse, drift read and post-state."""
         with self._guard("mark applied"), self._tx():
             self._set(action_id, "applied", note=note, expect=("pending", "unknown"),
-                      result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
-                      verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+                      result_ref=self.put_json(result, ACTION_BLOB_MIN), inverse_ref=self._put_payload(inverse) if inverse else None,
+                      verify_ref=self._put_payload(verify), post_ref=self._put_payload(post))
 
     def defer_applied(self, action_id: str, *, result: Any, inverse: list | None, verify: Any,
                       post: Any, note: str | None) -> None:
@@ -232,7 +233,8 @@ class ActionsMixin(ChainMixin):
         Until then the action is ``pending``; a proxy killed in between leaves it so, and it
         becomes ``unknown`` (undo halts there) when the run is closed or found stale.
 
-        ``post`` may be a callable returning ``(post, problem)``: the post-read still in flight,
+        ``verify``: ``...`` keeps the read recorded with the pre-read (it is the same call: not
+        stored twice). ``post`` may be a callable returning ``(post, problem)``: the post-read still in flight,
         waited for before that transaction takes the write lock; ``problem`` (or None) is added
         to the note.
         """
@@ -246,9 +248,11 @@ class ActionsMixin(ChainMixin):
             text = "; ".join(x for x in (why, note) if x) or None
 
             def change() -> None:
+                cols = {} if verify is ... else {"verify_ref": self._put_payload(verify)}
                 self._set(action_id, "applied", note=text, expect=("pending", "unknown"),
-                          result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
-                          verify_ref=self._put_opt(verify), post_ref=self._put_opt(state))
+                          result_ref=self.put_json(result, ACTION_BLOB_MIN),
+                          inverse_ref=self._put_payload(inverse) if inverse else None,
+                          post_ref=self._put_payload(state), **cols)
             return change
         self._deferred.append(prepare)
 
@@ -257,7 +261,7 @@ class ActionsMixin(ChainMixin):
         ``isError`` from a read, or a write whose re-read shows nothing changed)."""
         with self._guard("mark failed"), self._tx():
             self._set(action_id, "failed", note=note, expect=("pending", "unknown", "gated"),
-                      result_ref=self._put_opt(result))
+                      result_ref=self._put_payload(result))
 
     def mark_unknown(self, action_id: str, note: str) -> None:
         """Sent, but no answer (timeout, disconnect, cancellation): undo halts here."""
@@ -278,17 +282,17 @@ class ActionsMixin(ChainMixin):
         with self._guard("settle an error after a write"), self._tx():
             if status == "failed":
                 self._set(action_id, "failed", note=f"the server refused the call and the resource is unchanged: {error}",
-                          expect=("pending",), result_ref=self._put_opt(result))
+                          expect=("pending",), result_ref=self._put_payload(result))
             elif status == "applied":
                 self._set(action_id, "applied", note=f"the server reported an error, but the resource changed: {error}",
-                          expect=("pending",), result_ref=self._put_opt(result),
-                          inverse_ref=self.put_json(inverse) if inverse else None,
-                          verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+                          expect=("pending",), result_ref=self._put_payload(result),
+                          inverse_ref=self._put_payload(inverse) if inverse else None,
+                          verify_ref=self._put_payload(verify), post_ref=self._put_payload(post))
             else:
                 why = ("no read could tell whether it applied" if reread is None
                        else "the resource could not be read again to tell whether it applied")
                 self._set(action_id, "unknown", note=f"outcome unknown: the server reported an error and {why}: {error}",
-                          expect=("pending",), result_ref=self._put_opt(result))
+                          expect=("pending",), result_ref=self._put_payload(result))
         return status
 
     # -- undo and redo -----------------------------------------------------------------------
@@ -306,8 +310,8 @@ class ActionsMixin(ChainMixin):
         result, inverse, read and post-state (a later undo reverts it again)."""
         with self._guard("record a redo"), self._tx():
             return self._set(action_id, "applied", note=note, expect=("pending",), reverted=None,
-                             result_ref=self.put_json(result), inverse_ref=self.put_json(inverse) if inverse else None,
-                             verify_ref=self._put_opt(verify), post_ref=self._put_opt(post))
+                             result_ref=self.put_json(result, ACTION_BLOB_MIN), inverse_ref=self._put_payload(inverse) if inverse else None,
+                             verify_ref=self._put_payload(verify), post_ref=self._put_payload(post))
 
     # -- reading ---------------------------------------------------------------------------
     def _get_action(self, action_id: str) -> ActionRow:

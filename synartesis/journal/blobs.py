@@ -45,6 +45,11 @@ from synartesis.journal.rows import event_text
 __all__ = ["BlobsMixin", "blob_refs", "chunk_cuts", "chunk_key", "listing_ids", "remap_listing"]
 
 _BLOB_MIN = 1024
+# An action's own payloads (its arguments, snapshot, result, inverse, read and post-state): a
+# string of this many characters or more is a blob of its own, so the file text a write carries
+# is stored once (as its argument, post-state, the next write's snapshot and its inverse) and
+# the row stays small: undo rewrites the row at every status change (issue 11, undo per step).
+ACTION_BLOB_MIN = 256
 _ASK_FIRST = 16 * 1024  # smaller blobs are compressed and inserted (ON CONFLICT DO NOTHING) without asking
 _INLINE_MAX = 2048
 # Chunking: cuts at line ends whose CRC-32 has its low bits (_CHUNK_MASK) clear once a chunk
@@ -57,6 +62,9 @@ _ZLEVEL = 9  # packs are written once and read many times: the smallest stream
 _DIGEST_LEN = 32
 _PACK_CACHE = 16 * 1024 * 1024  # inflated packs kept per connection
 _PLACES_MAX = 200_000  # chunk places (pack, offset, length) kept per connection, ~20 MB at most
+# Small payloads read back, kept per connection (blobs never change; a prune or an audit drops them)
+_CACHED_BLOB_MAX = 16 * 1024
+_CACHED_BLOBS = 1024
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 # Every column that holds a ref (garbage collection keeps what these point at).
@@ -238,6 +246,21 @@ class BlobsMixin(JournalBase):
         return ids
 
     def _get_blob(self, digest: str) -> bytes:
+        cache = self.__dict__.get("_blob_cache")
+        if cache is not None and digest in cache:
+            return cache[digest]
+        data = self._read_blob(digest)
+        if len(data) <= _CACHED_BLOB_MAX:
+            # an action's strings are shared: a write's content is its argument, its post-state,
+            # the next write's snapshot and that one's inverse, and an undo step loads all four
+            if cache is None:
+                cache = self.__dict__["_blob_cache"] = OrderedDict()
+            cache[digest] = data
+            if len(cache) > _CACHED_BLOBS:
+                cache.popitem(last=False)
+        return data
+
+    def _read_blob(self, digest: str) -> bytes:
         row = self._one("SELECT codec, data FROM blobs WHERE hash = ?", (digest,))
         if row is None:
             raise JournalError(f"the journal at {self.path} is missing payload {digest[:12]}")
@@ -357,15 +380,15 @@ class BlobsMixin(JournalBase):
             total -= len(cache.popitem(last=False)[1])
         self.__dict__["_pack_bytes"] = total
 
-    def _split(self, value: Any) -> Any:
+    def _split(self, value: Any, blob_min: int = _BLOB_MIN) -> Any:
         if isinstance(value, str):
-            if len(value) >= _BLOB_MIN:
+            if len(value) >= blob_min:
                 return {_BLOB_KEY: self._put_blob(value.encode("utf-8", "surrogatepass"))}
             return value
         if isinstance(value, list):
-            return [self._split(v) for v in value]
+            return [self._split(v, blob_min) for v in value]
         if isinstance(value, dict):
-            inner = {k: self._split(v) for k, v in value.items()}
+            inner = {k: self._split(v, blob_min) for k, v in value.items()}
             if _BLOB_KEY in value or _LIT_KEY in value:
                 return {_LIT_KEY: inner}
             return inner
@@ -382,10 +405,19 @@ class BlobsMixin(JournalBase):
             return {k: self._join(v) for k, v in value.items()}
         return value
 
-    def put_json(self, value: Any) -> str:
-        """Store a JSON value; return its ref. Call inside a transaction."""
-        split = self._split(value)
-        skeleton = json.dumps(split, ensure_ascii=False, separators=(",", ":"))
+    def put_json(self, value: Any, blob_min: int = _BLOB_MIN) -> str:
+        """Store a JSON value; return its ref. Call inside a transaction.
+
+        ``blob_min``: strings of this many characters or more are stored as blobs of their own
+        (:data:`ACTION_BLOB_MIN` for an action's payloads). A value whose JSON is shorter than
+        that holds no such string and no marker, so its text is the skeleton as it is (one
+        encode, no walk)."""
+        skeleton = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if len(skeleton) >= blob_min or "$synartesis." in skeleton:
+            split = self._split(value, blob_min)
+            skeleton = json.dumps(split, ensure_ascii=False, separators=(",", ":"))
+        else:
+            split = value
         try:
             skeleton.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: escaped, so the text stays valid UTF-8
@@ -394,8 +426,12 @@ class BlobsMixin(JournalBase):
             return "=" + skeleton
         return self._put_blob(skeleton.encode("utf-8", "surrogatepass"))
 
-    def _put_opt(self, value: Any) -> str | None:
-        return None if value is None else self.put_json(value)
+    def _put_opt(self, value: Any, blob_min: int = _BLOB_MIN) -> str | None:
+        return None if value is None else self.put_json(value, blob_min)
+
+    def _put_payload(self, value: Any) -> str | None:
+        """An action's payload (None for None), its strings from :data:`ACTION_BLOB_MIN` up as blobs."""
+        return None if value is None else self.put_json(value, ACTION_BLOB_MIN)
 
     def get_json(self, ref: str | None) -> Any:
         """The value stored under ``ref`` (None for None)."""
@@ -421,9 +457,13 @@ class BlobsMixin(JournalBase):
                         continue
                     skeleton = json.loads(r[1:])
                 else:
+                    checked = self.__dict__.setdefault("_checked_blobs", set())
+                    if r in checked:  # hashed once by this audit: the strings an action's payloads share
+                        continue
                     data = self._get_blob(r)
                     if sha256_hex(data) != r:
                         return f"stored payload {r[:12]} was altered after it was written"
+                    checked.add(r)
                     skeleton = json.loads(data) if data[:1] in (b"{", b"[") else None
             except DamagedPayload:
                 return f"stored payload {r[:12]} is unreadable (altered after it was written)"
@@ -492,3 +532,5 @@ class BlobsMixin(JournalBase):
         read what the file holds now, not what this connection read earlier)."""
         self.__dict__.pop("_pack_cache", None)
         self.__dict__.pop("_chunk_places", None)
+        self.__dict__.pop("_blob_cache", None)
+        self.__dict__.pop("_checked_blobs", None)

@@ -327,7 +327,9 @@ def packed_event(text: str) -> "str | bytes":
     """What a SQLite journal stores for an event whose data is ``text`` (valid UTF-8)."""
     if len(text) < _EVENT_PACK_MIN:
         return text
-    z = zlib.compressobj(9, zdict=_EVENT_DICT)
+    # a 4 KiB window (the dictionary and a state fit in it) and a small hash table: zlib's
+    # default state is about 270 KB, allocated for every event; the stream reads back the same
+    z = zlib.compressobj(9, zlib.DEFLATED, 12, 4, zdict=_EVENT_DICT)
     packed = z.compress(text.encode("utf-8")) + z.flush()
     return packed if len(packed) < len(text) else text
 

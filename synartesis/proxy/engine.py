@@ -31,7 +31,7 @@ import os
 import signal
 import threading
 import time
-from _queue import SimpleQueue  # what queue.SimpleQueue is, without importing queue and heapq
+from _queue import Empty as _Empty, SimpleQueue  # queue's, without importing queue and heapq
 from collections.abc import Callable
 from pathlib import Path
 
@@ -830,14 +830,25 @@ class Engine:
         self._lane.put(item)
 
     def _lane_loop(self) -> None:
+        lane = self._lane
         while True:
-            item = self._lane.get()
+            j = self._journal
+            if j is not None and j.deferred:
+                # a write's outcome waits to be committed: when nothing comes for a moment. A
+                # call that comes first is recorded without it, and it is committed while that
+                # call is at the server (pipeline._flush_earlier): a client that sends its next
+                # call as soon as it has the answer never waits for this commit
+                try:
+                    item = lane.get(True, _IDLE_FLUSH_S)
+                except _Empty:
+                    self._flush_applied()
+                    continue
+            else:
+                item = lane.get()
             if item is None:
                 self._flush_applied()
                 return
-            if item is _FLUSH:  # a write's post-read is in (see read_later)
-                if self._lane_count == 1:  # nothing queued: commit now (else the next record carries it)
-                    self._flush_applied()
+            if item is _FLUSH:  # a write's post-read is in (see read_later): the wait above commits it
                 with self._lane_cond:
                     self._lane_count -= 1
                     if self._lane_count == 0:
@@ -852,8 +863,6 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(item if isinstance(item, CallContext) else None, exc)
             finally:
-                if self._lane_count == 1:  # nothing queued behind it: commit its outcome now
-                    self._flush_applied()
                 with self._lane_cond:
                     self._lane_count -= 1
                     if self._lane_count == 0:
@@ -952,6 +961,10 @@ class Engine:
 
 #: put on the lane when a write's post-read is answered: commit its outcome if the lane is idle
 _FLUSH = object()
+#: how long the lane waits for a next call before it commits a write's outcome on its own (s):
+#: longer than a client takes to send its next call once it has an answer, short enough that
+#: an idle proxy's journal says ``applied`` at once
+_IDLE_FLUSH_S = 0.005
 
 
 class _Owed:

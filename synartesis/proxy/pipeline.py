@@ -690,8 +690,10 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         notes.append(f"its result is nested {deep} levels deep, deeper than the {MAX_DEPTH} levels synartesis "
                      "journals, so it was not kept")
         result = {"synartesisNotKept": True, "depth": deep}
+    # a pre-read's call was recorded with the row (as its drift read): kept, not stored again
     j.defer_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
-                    inverse=inverse, verify=verify_read, post=post, note="; ".join(notes + info) or None)
+                    inverse=inverse, verify=... if read is not None else verify_read, post=post,
+                    note="; ".join(notes + info) or None)
     if notes:
         log("warn", "applied with reservations", action=action_id, notes=notes)
     if kept_read is not None:

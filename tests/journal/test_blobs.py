@@ -28,6 +28,40 @@ def test_large_payloads_are_stored_once(new_journal):
     j.close()
 
 
+def test_a_writes_text_of_a_few_hundred_bytes_is_one_blob_its_refs_share_and_audit_still_hashes_it(new_journal):
+    # an undo rewrites the row at every status change: the text must not sit in it four times
+    j = new_journal()
+    run = j.begin_run("t", {})
+    read = {"server": "fs", "tool": "read_text_file", "args": {"path": "p"}, "absent_when": ["ENOENT"]}
+    texts = [f"version {n} of a short file, ".ljust(480, "x") for n in range(3)]
+    ids = []
+    for before, after in zip(texts, texts[1:]):
+        a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": after},
+                            prior="captured", snapshot={"content": before}, verify=read)
+        j.defer_applied(a.id, result={"content": [{"type": "text", "text": "ok"}]},
+                        inverse=[{"server": "fs", "tool": "write_file", "args": {"path": "p", "content": before}}],
+                        verify=..., post={"present": True, "value": {"content": after}}, note=None)
+        j.flush()
+        ids.append(a.id)
+    assert j.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == len(texts)  # each text once
+    for aid, (before, after) in zip(ids, zip(texts, texts[1:])):
+        a = j.get_action(aid)
+        refs = (a.args_ref, a.snapshot_ref, a.inverse_ref, a.verify_ref, a.post_ref, a.result_ref)
+        assert not any(before in r or after in r for r in refs)
+        assert sum(len(r) for r in refs) < 800
+        assert a.status == "applied" and j.get_json(a.verify_ref) == read  # kept from the record
+        assert j.get_json(a.args_ref)["content"] == after and j.get_json(a.snapshot_ref) == {"content": before}
+        assert j.get_json(a.inverse_ref)[0]["args"]["content"] == before
+    assert j.audit(run).ok, j.audit(run).problems
+    # read back (and kept by this connection) before it is altered: audit reads the file again
+    digest = blobs.sha256_hex(texts[1].encode())
+    j.conn.execute("UPDATE blobs SET codec = 'raw', data = ? WHERE hash = ?", (b"y" * 480, digest))
+    j.conn.commit()
+    found = j.audit(run)
+    assert not found.ok and any("altered" in p for p in found.problems), found.problems
+    j.close()
+
+
 def test_a_json_value_that_looks_like_our_marker_round_trips(new_journal):
     j = new_journal()
     run = j.begin_run("t", {})
