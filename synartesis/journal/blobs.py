@@ -261,7 +261,13 @@ class BlobsMixin(JournalBase):
         return data
 
     def _read_blob(self, digest: str) -> bytes:
-        row = self._one("SELECT codec, data FROM blobs WHERE hash = ?", (digest,))
+        try:
+            row = self._one("SELECT codec, data FROM blobs WHERE hash = ?", (digest,))
+        except Exception as exc:  # sqlite3.OperationalError: a blob retyped by hand as text that is not UTF-8
+            if "decode" not in str(exc).lower():
+                raise
+            raise DamagedPayload(f"the journal at {self.path} has a damaged payload {digest[:12]}; "
+                                 "`synartesis audit` says which action it belongs to") from None
         if row is None:
             raise JournalError(f"the journal at {self.path} is missing payload {digest[:12]}")
         try:

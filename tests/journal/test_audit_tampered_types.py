@@ -23,7 +23,9 @@ def cli(*args, timeout=60):
     "UPDATE events SET data = '[1]' WHERE kind = 'run.begin'",
     "UPDATE events SET data = 'null' WHERE id = (SELECT max(id) FROM events)",
     "UPDATE events SET data = '5' WHERE kind = 'run.begin'",
-], ids=["pack-text", "blob-text", "event-array", "event-null", "begin-number"])
+    # review 9: `||` retypes a blob as TEXT that is not UTF-8, which sqlite3 cannot even fetch
+    "UPDATE blobs SET data = data || x'00ff'",
+], ids=["pack-text", "blob-text", "event-array", "event-null", "begin-number", "blob-not-utf8"])
 def test_audit_reports_a_retyped_row_as_altered_and_never_a_traceback(tmp_path, edit):
     path = tmp_path / "j.db"
     j = Journal.open(path, create=True)
