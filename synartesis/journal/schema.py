@@ -296,6 +296,61 @@ _BATCHED_READS = """
 UPDATE counters SET value = value WHERE name = 'gseq'
 """
 
+# Schema 6 (issue 11, the journal thread's CPU per read): a plain read is stored in ``reads``,
+# an append-only table of the thirteen columns a read has, keyed by its journal-wide number
+# (``gseq``, the rowid: no index of its own) with one index on (run_id, gseq) that each batch
+# appends to. A read's row never changes after it is written, so it needs no status history,
+# idempotency key or ``updated_at``; its id stays a random UUID (``id[:8]`` names it), stored
+# but not indexed, so inserting it does not dirty a random B-tree page. ``all_actions`` is
+# every action as ``actions`` has them: the readers select from it. Writes, held calls and the
+# reads of older journals stay in ``actions``; nothing is copied. The reads of one batch are
+# still chained by their ``reads.record`` event, so audit proves every row as before.
+_READS_VIEW = """
+CREATE VIEW all_actions AS
+  SELECT id, run_id, seq, server, tool, class, rule, call_key, args_ref, prior, snapshot_ref, result_ref,
+         inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, decision_note, used_by,
+         idempotency_key, created_at, updated_at, gseq, reverted FROM actions
+  UNION ALL
+  SELECT id, run_id, seq, server, tool, 'readonly', rule, call_key, args_ref, NULL, NULL, result_ref,
+         NULL, NULL, NULL, status, note, NULL, NULL, NULL, NULL,
+         run_id || ':' || seq, at, at, gseq, NULL FROM reads"""
+_READS = """
+CREATE TABLE reads (
+  gseq INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL, id TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, rule TEXT,
+  call_key TEXT NOT NULL, args_ref TEXT NOT NULL, result_ref TEXT,
+  status TEXT NOT NULL CHECK (status IN ('applied','failed','unknown')), note TEXT, at TEXT NOT NULL);
+CREATE INDEX reads_by_run ON reads (run_id, gseq);
+""" + _READS_VIEW
+
+# PostgreSQL: the same table (BIGINT), the row-level security of ``actions`` (a member appends
+# reads to their own runs), and the team's members get on it what they have on ``actions``.
+_READS_PG = """
+CREATE TABLE reads (
+  gseq BIGINT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq BIGINT NOT NULL, id TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, rule TEXT,
+  call_key TEXT NOT NULL, args_ref TEXT NOT NULL, result_ref TEXT,
+  status TEXT NOT NULL CHECK (status IN ('applied','failed','unknown')), note TEXT, at TEXT NOT NULL);
+CREATE INDEX reads_by_run ON reads (run_id, gseq);
+""" + _READS_VIEW + """;
+ALTER TABLE reads ENABLE ROW LEVEL SECURITY;
+CREATE POLICY reads_read ON reads FOR SELECT USING (true);
+CREATE POLICY reads_record ON reads FOR INSERT WITH CHECK (synartesis_may_run(run_id));
+CREATE POLICY reads_prune ON reads FOR DELETE USING (synartesis_may_run(run_id));
+DO $$
+DECLARE m record;
+BEGIN
+  FOR m IN SELECT t.name, t.role FROM team t JOIN pg_roles r ON r.rolname = t.name LOOP
+    IF m.role = 'admin' THEN
+      EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON reads, all_actions TO %I WITH GRANT OPTION', m.name);
+    ELSE
+      EXECUTE format('GRANT SELECT, INSERT, DELETE ON reads TO %I', m.name);
+      EXECUTE format('GRANT SELECT ON all_actions TO %I', m.name);
+    END IF;
+  END LOOP;
+END $$;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL, pg=_INITIAL_PG),
     Migration(2, "agent sessions, journal-wide order, honest statuses, redo", _SESSIONS, rebuilds=True,
@@ -303,6 +358,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "chunked payloads, lean actions indexes", _CHUNKS_AND_LEAN_INDEXES, pg=_CHUNKS_AND_LEAN_INDEXES_PG),
     Migration(4, "chunks listed by row number", _CHUNK_IDS, pg=_CHUNK_IDS_PG),
     Migration(5, "one chained event per batch of reads", _BATCHED_READS, pg=_BATCHED_READS),
+    Migration(6, "plain reads in a compact append-only table", _READS, pg=_READS_PG),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].number
 
