@@ -325,7 +325,10 @@ CREATE INDEX reads_by_run ON reads (run_id, gseq);
 
 # PostgreSQL: the same table (BIGINT), the row-level security of ``actions`` (a member appends
 # reads to their own runs), and the team's members get on it what they have on ``actions``.
+# ``actions_by_run`` goes: it indexed (run_id, seq) a second time beside UNIQUE (run_id, seq),
+# which serves the same lookups (SQLite never had it).
 _READS_PG = """
+DROP INDEX actions_by_run;
 CREATE TABLE reads (
   gseq BIGINT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   seq BIGINT NOT NULL, id TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, rule TEXT,
