@@ -58,6 +58,14 @@ class ActionsMixin(ChainMixin):
             row = self._one("SELECT value FROM counters WHERE name = 'gseq'")
         return int(self._require(row, "the action counter")[0])
 
+    def _max_seq(self, run_id: str) -> int:
+        """The run's highest seq so far (0 for none), from each table's (run_id, seq) index: a
+        MAX through the all_actions view would read every row of the run."""
+        top = self._one("SELECT COALESCE(MAX(seq), 0) FROM actions WHERE run_id = ?", (run_id,))[0]
+        if self._has_reads:
+            top = max(top, self._one("SELECT COALESCE(MAX(seq), 0) FROM reads WHERE run_id = ?", (run_id,))[0])
+        return int(top)
+
     def _insert_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                        args: Any, status: str, note: str | None, decided_by: str | None = None,
                        decided_at: str | None = None, *, prior: str | None = None, snapshot: Any = None,
@@ -65,8 +73,7 @@ class ActionsMixin(ChainMixin):
                        seq: int | None = None) -> ActionRow | None:
         if seq is None:
             source = self._seq_sources.get(run_id)
-            seq = source() if source is not None else self._one(
-                f"SELECT COALESCE(MAX(seq), 0) + 1 FROM {self._all_actions} WHERE run_id = ?", (run_id,))[0]
+            seq = source() if source is not None else self._max_seq(run_id) + 1
         aid = new_id()
         ts = now_iso()
         row = ActionRow(
@@ -138,8 +145,7 @@ class ActionsMixin(ChainMixin):
                     if source is not None:
                         seq = source()
                     else:
-                        seq = numbered.get(run_id) or self._one(
-                            f"SELECT COALESCE(MAX(seq), 0) FROM {self._all_actions} WHERE run_id = ?", (run_id,))[0]
+                        seq = numbered.get(run_id) or self._max_seq(run_id)
                         seq = numbered[run_id] = seq + 1
                 gseq += 1
                 server, tool, status = it["server"], it["tool"], it["status"]
@@ -173,7 +179,8 @@ class ActionsMixin(ChainMixin):
             for run_id, entries in states.items():
                 if entries:
                     self._append_event(run_id, "reads.record", '{"reads":[' + ",".join(e[0] for e in entries) + "]}",
-                                       '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id])
+                                       '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id],
+                                       at=ts)  # the reads' own time: a run's newest read is found by it
 
     def _key_and_ref(self, server: str, tool: str, args: Any, quoted: dict[str, str] | None = None) -> tuple[str, str]:
         """(call_key, args_ref) with the arguments serialised once when they are small (no

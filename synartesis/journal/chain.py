@@ -45,15 +45,15 @@ class ChainMixin(BlobsMixin):
         self._append_event(run_id, kind, hashed, stored, action_id=action_id, undo_id=undo_id)
 
     def _append_event(self, run_id: str, kind: str, hashed: str, stored: str, *, action_id: str | None = None,
-                      undo_id: str | None = None, prev: str | None = None) -> None:
+                      undo_id: str | None = None, prev: str | None = None, at: str | None = None) -> None:
         """Append an event whose data's texts are known (:func:`chain_texts`): ``hashed`` its
         canonical JSON, ``stored`` what is written. ``prev``: the run's head as just read in
-        this transaction, when the caller has it.
+        this transaction, when the caller has it; ``at``: its time (default now).
 
         Otherwise the head this connection wrote last is used; a conditional UPDATE notices
         when another writer moved it since, and only then is it read back.
         """
-        at = now_iso()
+        at = at or now_iso()
         body = event_body(run_id, action_id, undo_id, at, kind, hashed)
         if self.db.name == "sqlite":
             # a batch of reads is packed fast (zlib level 1: 3 µs a read, 10 % larger than level

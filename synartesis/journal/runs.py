@@ -24,10 +24,11 @@ from synartesis.journal.actions import ActionsMixin
 from synartesis.journal.liveness import client_process, host_name, process_state, start_token
 from synartesis.journal.rows import IN_EFFECT, NOTHING_IN_EFFECT, NOTHING_TO_RESTORE, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
 
-# {session: when its newest plain read was written}: a read's ``at`` grows with its gseq (both
-# taken in the transaction that writes it), so each run's newest is found through reads_by_run
-_LAST_READ_BY_SESSION = ("SELECT r.session_id, max(x.at) FROM runs r JOIN reads x ON x.gseq = "
-                         "(SELECT max(gseq) FROM reads WHERE run_id = r.id) GROUP BY r.session_id")
+# {session: when its newest plain read was written}: each batch of reads is chained by one
+# ``reads.record`` event carrying the reads' own time, so a run's newest read is its newest such
+# event, found through events_by_run without reading its reads (schema 6)
+_LAST_READ = "(SELECT e.at FROM events e WHERE e.run_id = r.id AND e.kind = 'reads.record' ORDER BY e.id DESC LIMIT 1)"
+_LAST_READ_BY_SESSION = f"SELECT r.session_id, max({_LAST_READ}) FROM runs r GROUP BY r.session_id"
 
 __all__ = ["RunsMixin", "RunOrigin", "SESSION_ENV", "session_key"]
 
@@ -318,8 +319,8 @@ class RunsMixin(ActionsMixin):
     def _last_read_at(self, run_ids: list[str]) -> dict[str, str]:
         """{run id: when its newest plain read (schema 6's ``reads``) was written} for those with any."""
         marks = ",".join("?" * len(run_ids))
-        return dict(self._all(f"SELECT r.id, x.at FROM runs r JOIN reads x ON x.gseq = "
-                              f"(SELECT max(gseq) FROM reads WHERE run_id = r.id) WHERE r.id IN ({marks})", tuple(run_ids)))
+        return {rid: at for rid, at in self._all(f"SELECT r.id, {_LAST_READ} FROM runs r WHERE r.id IN ({marks})",
+                                                  tuple(run_ids)) if at}
 
     def undoable_counts(self, replan: bool = False) -> dict[str, int]:
         """{session id: how many of its actions undo would act on} for sessions with any: not

@@ -298,8 +298,9 @@ UPDATE counters SET value = value WHERE name = 'gseq'
 
 # Schema 6 (issue 11, the journal thread's CPU per read): a plain read is stored in ``reads``,
 # an append-only table of the thirteen columns a read has, keyed by its journal-wide number
-# (``gseq``, the rowid: no index of its own) with one index on (run_id, gseq) that each batch
-# appends to. A read's row never changes after it is written, so it needs no status history,
+# (``gseq``, the rowid: no index of its own) with one index on (run_id, seq) that each batch
+# appends to (a run's reads are numbered in call order; the newest read's time is found from its
+# ``reads.record`` event). A read's row never changes after it is written, so it needs no status history,
 # idempotency key or ``updated_at``; its id stays a random UUID (``id[:8]`` names it), stored
 # but not indexed, so inserting it does not dirty a random B-tree page. ``all_actions`` is
 # every action as ``actions`` has them: the readers select from it. Writes, held calls and the
@@ -320,7 +321,7 @@ CREATE TABLE reads (
   seq INTEGER NOT NULL, id TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, rule TEXT,
   call_key TEXT NOT NULL, args_ref TEXT NOT NULL, result_ref TEXT,
   status TEXT NOT NULL CHECK (status IN ('applied','failed','unknown')), note TEXT, at TEXT NOT NULL);
-CREATE INDEX reads_by_run ON reads (run_id, gseq);
+CREATE INDEX reads_by_run ON reads (run_id, seq);
 """ + _READS_VIEW
 
 # PostgreSQL: the same table (BIGINT), the row-level security of ``actions`` (a member appends
@@ -334,7 +335,7 @@ CREATE TABLE reads (
   seq BIGINT NOT NULL, id TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL, rule TEXT,
   call_key TEXT NOT NULL, args_ref TEXT NOT NULL, result_ref TEXT,
   status TEXT NOT NULL CHECK (status IN ('applied','failed','unknown')), note TEXT, at TEXT NOT NULL);
-CREATE INDEX reads_by_run ON reads (run_id, gseq);
+CREATE INDEX reads_by_run ON reads (run_id, seq);
 """ + _READS_VIEW + """;
 ALTER TABLE reads ENABLE ROW LEVEL SECURITY;
 CREATE POLICY reads_read ON reads FOR SELECT USING (true);
