@@ -19,13 +19,23 @@ from synartesis.canonical import call_key, canonical, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.blobs import ACTION_BLOB_MIN
 from synartesis.journal.chain import ChainMixin, chain_texts
-from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, ActionRow, action_from_row, action_state,
-                                     action_values, new_id, new_ids, now_iso)
+from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, READ_COLS, READ_STATUSES, ActionRow,
+                                     action_from_row, action_state, action_values, new_id, new_ids, now_iso)
 
 __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
 
 # How a tool error after a write is settled by re-reading the resource (issue 10 item 4).
 ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown"}
+
+_INSERT_READ = f"INSERT INTO reads ({READ_COLS}) VALUES ({','.join('?' * (READ_COLS.count(',') + 1))})"
+
+
+def _as_action(aid: str, run_id: str, seq: int, server: str, tool: str, rule: str | None, key: str, args_ref: str,
+               result_ref: str | None, status: str, note: str | None, ts: str, gseq: int) -> tuple:
+    """A plain read's columns as an ``actions`` row (the order of ACTION_COLS)."""
+    return (aid, run_id, seq, server, tool, "readonly", rule, key, args_ref, None, None, result_ref, None, None, None,
+            status, note, None, None, None, None, f"{run_id}:{seq}", ts, ts, gseq, None)
+
 
 # compact JSON in the value's own key order (ASCII text only: see _key_and_ref), built once
 _IN_ORDER = JSONEncoder(separators=(",", ":")).encode
@@ -49,6 +59,14 @@ class ActionsMixin(ChainMixin):
             row = self._one("SELECT value FROM counters WHERE name = 'gseq'")
         return int(self._require(row, "the action counter")[0])
 
+    def _max_seq(self, run_id: str) -> int:
+        """The run's highest seq so far (0 for none), from each table's (run_id, seq) index: a
+        MAX through the all_actions view would read every row of the run."""
+        top = self._one("SELECT COALESCE(MAX(seq), 0) FROM actions WHERE run_id = ?", (run_id,))[0]
+        if self._has_reads:
+            top = max(top, self._one("SELECT COALESCE(MAX(seq), 0) FROM reads WHERE run_id = ?", (run_id,))[0])
+        return int(top)
+
     def _insert_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                        args: Any, status: str, note: str | None, decided_by: str | None = None,
                        decided_at: str | None = None, *, prior: str | None = None, snapshot: Any = None,
@@ -56,8 +74,7 @@ class ActionsMixin(ChainMixin):
                        seq: int | None = None) -> ActionRow | None:
         if seq is None:
             source = self._seq_sources.get(run_id)
-            seq = source() if source is not None else self._one(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM actions WHERE run_id = ?", (run_id,))[0]
+            seq = source() if source is not None else self._max_seq(run_id) + 1
         aid = new_id()
         ts = now_iso()
         row = ActionRow(
@@ -129,8 +146,7 @@ class ActionsMixin(ChainMixin):
                     if source is not None:
                         seq = source()
                     else:
-                        seq = numbered.get(run_id) or self._one(
-                            "SELECT COALESCE(MAX(seq), 0) FROM actions WHERE run_id = ?", (run_id,))[0]
+                        seq = numbered.get(run_id) or self._max_seq(run_id)
                         seq = numbered[run_id] = seq + 1
                 gseq += 1
                 server, tool, status = it["server"], it["tool"], it["status"]
@@ -138,9 +154,13 @@ class ActionsMixin(ChainMixin):
                 key, args_ref = self._key_and_ref(server, tool, args, quoted)
                 result_ref = None if result is None else (_digest_ref(result) or self.put_json(result))
                 aid = ids[n]
-                values = (aid, run_id, seq, server, tool, "readonly", rule, key, args_ref, None, None,
-                          result_ref, None, None, None, status, note, None, None, None, None,
-                          f"{run_id}:{seq}", ts, ts, gseq, None)
+                if status not in READ_STATUSES or not self._has_reads:  # another status: never from the proxy
+                    self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})",
+                            _as_action(aid, run_id, seq, server, tool, rule, key, args_ref, result_ref, status,
+                                       note, ts, gseq))
+                else:
+                    rows.append((gseq, run_id, seq, aid, server, tool, rule, key, args_ref, result_ref, status,
+                                 note, ts))
                 # the chained state (canonical(action_state(row))) built from its template; text
                 # that is not ASCII takes the general path (a lone surrogate is stored escaped)
                 data = _READ_STATE % (_q(args_ref), gseq, key, "null" if result_ref is None else _q(result_ref), seq,
@@ -150,16 +170,18 @@ class ActionsMixin(ChainMixin):
                     entries.append((entry, entry))
                     plain = plain and (rule is None or rule.isascii()) and (note is None or note.isascii())
                 else:
-                    hashed, stored = chain_texts(action_state(action_from_row(values)))
+                    row = action_from_row(_as_action(aid, run_id, seq, server, tool, rule, key, args_ref, result_ref,
+                                                     status, note, ts, gseq))
+                    hashed, stored = chain_texts(action_state(row))
                     entries.append((f'["{aid}",{hashed}]', f'["{aid}",{stored}]'))
                     plain = False
-                rows.append(values)
-            self.db.executemany(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", rows,
-                                checked=plain)
+            if rows:
+                self.db.executemany(_INSERT_READ, rows, checked=plain)
             for run_id, entries in states.items():
                 if entries:
                     self._append_event(run_id, "reads.record", '{"reads":[' + ",".join(e[0] for e in entries) + "]}",
-                                       '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id])
+                                       '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id],
+                                       at=ts)  # the reads' own time: a run's newest read is found by it
 
     def _key_and_ref(self, server: str, tool: str, args: Any, quoted: dict[str, str] | None = None) -> tuple[str, str]:
         """(call_key, args_ref) with the arguments serialised once when they are small (no
@@ -316,6 +338,8 @@ class ActionsMixin(ChainMixin):
     # -- reading ---------------------------------------------------------------------------
     def _get_action(self, action_id: str) -> ActionRow:
         row = self._one(f"SELECT {ACTION_COLS} FROM actions WHERE id = ?", (action_id,))
+        if row is None:  # a plain read (schema 6): its id is not indexed, so looked for only now
+            row = self._one(f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE id = ? AND class = 'readonly'", (action_id,))
         return action_from_row(self._require(row, f"action {action_id}"))
 
     def get_action(self, action_id: str) -> ActionRow:
@@ -331,7 +355,7 @@ class ActionsMixin(ChainMixin):
         if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
             raise UsageError(f"{ref!r} is not an action id (ids look like 1e1983ae)")
         with self._guard("find action"):
-            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE id = ? OR id LIKE ?", (ref, ref.lower() + "%"))
+            rows = self._all(f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE id = ? OR id LIKE ?", (ref, ref.lower() + "%"))
         exact = [r for r in rows if r[0] == ref]
         rows = exact or rows
         if not rows:
@@ -343,7 +367,7 @@ class ActionsMixin(ChainMixin):
     def actions(self, run_id: str) -> list[ActionRow]:
         """A run's actions by seq."""
         with self._guard("read actions"):
-            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE run_id = ? ORDER BY seq", (run_id,))
+            rows = self._all(f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id = ? ORDER BY seq", (run_id,))
         return [action_from_row(r) for r in rows]
 
     def actions_of(self, run_ids: Iterable[str]) -> list[ActionRow]:
@@ -360,7 +384,7 @@ class ActionsMixin(ChainMixin):
             for k in range(0, len(ids), 500):
                 part = ids[k:k + 500]
                 rows.extend(action_from_row(r) for r in self._all(
-                    f"SELECT {ACTION_COLS} FROM actions WHERE run_id IN ({','.join('?' * len(part))})", tuple(part)))
+                    f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id IN ({','.join('?' * len(part))})", tuple(part)))
         by_run: dict[str, list[ActionRow]] = {}
         for a in rows:
             by_run.setdefault(a.run_id, []).append(a)
@@ -376,7 +400,7 @@ class ActionsMixin(ChainMixin):
     def recent_actions(self, limit: int = 12) -> list[ActionRow]:
         """The newest actions across runs, oldest first."""
         with self._guard("read actions"):
-            rows = self._all(f"SELECT {ACTION_COLS} FROM actions ORDER BY gseq DESC, created_at DESC LIMIT ?", (limit,))
+            rows = self._all(f"SELECT {ACTION_COLS} FROM {self._all_actions} ORDER BY gseq DESC, created_at DESC LIMIT ?", (limit,))
         return [action_from_row(r) for r in reversed(rows)]
 
     def data_version(self) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from synartesis.errors import JournalError
+from synartesis.journal.rows import ALL_ACTIONS
 
 if TYPE_CHECKING:
     from synartesis.journal.sqlite import SqliteBackend
@@ -41,6 +42,10 @@ class JournalBase:
         # "applied" after a write, see ActionsMixin.defer_applied): each is prepared before the
         # transaction begins (it may wait for a read) and returns what is run first inside it.
         self._deferred: list[Callable[[], Callable[[], None]]] = []
+        # Schema 6 keeps plain reads in ``reads`` and every action in the ``all_actions`` view;
+        # a journal held at an older schema (only tests make one) keeps everything in actions.
+        self._has_reads = db.schema_version() >= 6
+        self._all_actions = ALL_ACTIONS if self._has_reads else "actions"
 
     @property
     def conn(self) -> Any:

@@ -69,7 +69,7 @@ _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 # Every column that holds a ref (garbage collection keeps what these point at).
 REF_COLUMNS = {"actions": ("args_ref", "snapshot_ref", "result_ref", "inverse_ref", "verify_ref", "post_ref"),
-               "undos": ("report_ref",), "shapes": ("ref",)}
+               "reads": ("args_ref", "result_ref"), "undos": ("report_ref",), "shapes": ("ref",)}
 
 
 class DamagedPayload(JournalError):
@@ -485,6 +485,8 @@ class BlobsMixin(JournalBase):
         """Delete blobs no ref points at any more (inside a transaction, after a prune)."""
         live: set[str] = set()
         for table, cols in REF_COLUMNS.items():
+            if table == "reads" and not self._has_reads:
+                continue
             for row in self._all(f"SELECT {', '.join(cols)} FROM {table}"):
                 live.update(r for r in row if r)
         for (data,) in self._all("SELECT data FROM events WHERE kind IN ('undo.end', 'redo.end', 'saga.end')"):

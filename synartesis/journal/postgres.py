@@ -317,7 +317,7 @@ class PostgresBackend:
 
     def compact(self) -> None:
         """Give freed space back (VACUUM; tables this role does not own are skipped by it)."""
-        for table in ("blobs", "events", "actions"):
+        for table in ("blobs", "events", "actions", "reads"):
             try:
                 self._raw.execute(f"VACUUM {table}")
             except psycopg.Error:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from json.encoder import encode_basestring
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
-           "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS",
+           "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS", "ALL_ACTIONS", "READ_COLS", "READ_STATUSES",
            "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
            "event_text", "packed_event"]
 
@@ -206,6 +206,12 @@ ACTION_COLS = ("id, run_id, seq, server, tool, class, rule, call_key, args_ref, 
                "result_ref, inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, "
                "decision_note, used_by, idempotency_key, created_at, updated_at, gseq, reverted")
 ACTION_COUNT = ACTION_COLS.count(",") + 1
+# Every action, wherever it is stored (schema 6: plain reads in ``reads``, the rest in
+# ``actions``): what readers select from. Changes go to ``actions`` (a read never changes).
+ALL_ACTIONS = "all_actions"
+# A plain read's row in ``reads`` (schema 6), in insert order.
+READ_COLS = "gseq, run_id, seq, id, server, tool, rule, call_key, args_ref, result_ref, status, note, at"
+READ_STATUSES = ("applied", "failed", "unknown")  # what a plain read can end as (the table's CHECK)
 
 
 def action_from_row(row: tuple) -> ActionRow:
@@ -323,13 +329,14 @@ _EVENT_DICT = (
 _EVENT_PACK_MIN = 160  # shorter texts are stored as they are (zlib's header would eat the gain)
 
 
-def packed_event(text: str) -> "str | bytes":
-    """What a SQLite journal stores for an event whose data is ``text`` (valid UTF-8)."""
+def packed_event(text: str, level: int = 9) -> "str | bytes":
+    """What a SQLite journal stores for an event whose data is ``text`` (valid UTF-8);
+    ``level``: zlib's (1 fastest … 9 smallest; any level reads back alike)."""
     if len(text) < _EVENT_PACK_MIN:
         return text
     # a 4 KiB window (the dictionary and a state fit in it) and a small hash table: zlib's
     # default state is about 270 KB, allocated for every event; the stream reads back the same
-    z = zlib.compressobj(9, zlib.DEFLATED, 12, 4, zdict=_EVENT_DICT)
+    z = zlib.compressobj(level, zlib.DEFLATED, 12, 4, zdict=_EVENT_DICT)
     packed = z.compress(text.encode("utf-8")) + z.flush()
     return packed if len(packed) < len(text) else text
 

@@ -24,6 +24,12 @@ from synartesis.journal.actions import ActionsMixin
 from synartesis.journal.liveness import client_process, host_name, process_state, start_token
 from synartesis.journal.rows import IN_EFFECT, NOTHING_IN_EFFECT, NOTHING_TO_RESTORE, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
 
+# {session: when its newest plain read was written}: each batch of reads is chained by one
+# ``reads.record`` event carrying the reads' own time, so a run's newest read is its newest such
+# event, found through events_by_run without reading its reads (schema 6)
+_LAST_READ = "(SELECT e.at FROM events e WHERE e.run_id = r.id AND e.kind = 'reads.record' ORDER BY e.id DESC LIMIT 1)"
+_LAST_READ_BY_SESSION = f"SELECT r.session_id, max({_LAST_READ}) FROM runs r GROUP BY r.session_id"
+
 __all__ = ["RunsMixin", "RunOrigin", "SESSION_ENV", "session_key"]
 
 SESSION_ENV = "SYNARTESIS_SESSION"
@@ -124,7 +130,8 @@ class RunsMixin(ActionsMixin):
     def _close(self, run_id: str, ended_at: str | None, kind: str, note: str | None) -> bool:
         if ended_at is None:
             last = self._one("SELECT max(updated_at) FROM actions WHERE run_id = ?", (run_id,))
-            ended_at = (last[0] if last else None) or now_iso()
+            read = self._last_read_at([run_id]).get(run_id) if self._has_reads else None
+            ended_at = max((x for x in (last[0] if last else None, read) if x), default=None) or now_iso()
         status, unverified = self._ended_status(run_id)
         cur = self._q("UPDATE runs SET status = ?, unverified = ?, ended_at = ?, end_note = ? WHERE id = ? AND status = 'active'",
                       (status, unverified, ended_at, note, run_id))
@@ -201,7 +208,7 @@ class RunsMixin(ActionsMixin):
         for chunk in range(0, len(ids), 500):
             part = ids[chunk:chunk + 500]
             for rid, status, reads, n in self._all(
-                    "SELECT run_id, status, class = 'readonly', count(*) FROM actions "
+                    f"SELECT run_id, status, class = 'readonly', count(*) FROM {self._all_actions} "
                     f"WHERE run_id IN ({','.join('?' * len(part))}) GROUP BY run_id, status, class = 'readonly'",
                     tuple(part)):
                 c = counts.setdefault(rid, {})
@@ -264,7 +271,8 @@ class RunsMixin(ActionsMixin):
         with self._guard("list sessions"):
             rows = self._all(f"SELECT {cols}, max(r.started_at), max(a.created_at) FROM sessions s "
                              "JOIN runs r ON r.session_id = s.id LEFT JOIN actions a ON a.run_id = r.id GROUP BY s.id")
-        out = [SessionRow(*r[:8], last_at=max(x for x in r[8:] if x)) for r in rows]
+            reads = dict(self._all(_LAST_READ_BY_SESSION)) if self._has_reads else {}
+        out = [SessionRow(*r[:8], last_at=max(x for x in (*r[8:], reads.get(r[0])) if x)) for r in rows]
         return sorted(out, key=lambda s: (s.last_at or "", s.id), reverse=True)
 
     def find_session(self, ref: str) -> SessionRow:
@@ -304,7 +312,15 @@ class RunsMixin(ActionsMixin):
         with self._guard("read session"):
             last = self._one("SELECT max(r.started_at), max(a.created_at) FROM runs r "
                              "LEFT JOIN actions a ON a.run_id = r.id WHERE r.session_id = ?", (row[0],))
-        return SessionRow(*row, last_at=max((x for x in last or () if x), default=None))
+            read = self._one(_LAST_READ_BY_SESSION.replace("GROUP BY", "WHERE r.session_id = ? GROUP BY"),
+                             (row[0],)) if self._has_reads else None
+        return SessionRow(*row, last_at=max((x for x in (*(last or ()), read and read[1]) if x), default=None))
+
+    def _last_read_at(self, run_ids: list[str]) -> dict[str, str]:
+        """{run id: when its newest plain read (schema 6's ``reads``) was written} for those with any."""
+        marks = ",".join("?" * len(run_ids))
+        return {rid: at for rid, at in self._all(f"SELECT r.id, {_LAST_READ} FROM runs r WHERE r.id IN ({marks})",
+                                                  tuple(run_ids)) if at}
 
     def undoable_counts(self, replan: bool = False) -> dict[str, int]:
         """{session id: how many of its actions undo would act on} for sessions with any: not
@@ -347,6 +363,8 @@ class RunsMixin(ActionsMixin):
                 for rid in run_ids:
                     self._q("DELETE FROM events WHERE run_id = ?", (rid,))
                     self._q("DELETE FROM actions WHERE run_id = ?", (rid,))
+                    if self._has_reads:
+                        self._q("DELETE FROM reads WHERE run_id = ?", (rid,))
                     self._q("DELETE FROM undos WHERE run_id = ?", (rid,))
                     self._q("DELETE FROM runs WHERE id = ?", (rid,))
                 self._q("DELETE FROM sessions WHERE id NOT IN (SELECT session_id FROM runs WHERE session_id IS NOT NULL)")

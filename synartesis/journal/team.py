@@ -30,6 +30,7 @@ _MEMBER_GRANTS = {
     "blobs": "SELECT, INSERT", "packs": "SELECT, INSERT", "chunks": "SELECT, INSERT", "packs3": "SELECT, INSERT",
     "chunks3": "SELECT, INSERT", "shapes": "SELECT, INSERT", "sessions": "SELECT, INSERT, UPDATE, DELETE",
     "counters": "SELECT, UPDATE", "migrations": "SELECT", "team": "SELECT",
+    "reads": "SELECT, INSERT, DELETE", "all_actions": "SELECT",  # reads never change once written (schema 6)
 }
 _ON_PG_ONLY = ("team roles live in a team journal on PostgreSQL; on a SQLite journal the OS user owns "
                "everything (move with `synartesis journal migrate --to postgresql://…`)")

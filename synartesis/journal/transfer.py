@@ -1,7 +1,7 @@
 """Copying a whole journal into another one (``synartesis journal migrate``, issue 14).
 
-Every row is copied as it is (sessions, runs, payload blobs, tool shapes, actions, attempts,
-events), so the hash chain still holds and ``audit`` can prove the copy on both sides. Events
+Every row is copied as it is (sessions, runs, payload blobs, tool shapes, actions, reads,
+attempts, events), so the hash chain still holds and ``audit`` can prove the copy on both sides. Events
 are inserted in their source order and numbered by the target (the chain hashes bodies, not
 ids). Chunk packs and chunks are numbered by the target too, and the chunk lists that name
 them are rewritten with the target's numbers (a payload's name is its content's hash, so it is
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from synartesis.errors import JournalError, UsageError
 from synartesis.journal.blobs import chunk_key, remap_listing
-from synartesis.journal.rows import event_text
+from synartesis.journal.rows import READ_COLS, event_text
 
 if TYPE_CHECKING:
     from synartesis.journal.facade import Journal
@@ -36,6 +36,7 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
     ("actions", "id, run_id, seq, server, tool, class, rule, call_key, args_ref, prior, snapshot_ref, result_ref, "
                 "inverse_ref, verify_ref, post_ref, status, note, decided_by, decided_at, decision_note, used_by, "
                 "idempotency_key, created_at, updated_at, gseq, reverted", "gseq"),
+    ("reads", READ_COLS, "gseq"),
     ("undos", "id, run_id, by, pid, started_at, ended_at, status, report_ref, kind, attempt, scope, pid_started",
               "started_at, {order}"),
     ("events", "run_id, action_id, undo_id, at, kind, data, prev, hash", "id"),
@@ -64,11 +65,13 @@ def copy_journal(source: "Journal", target: "Journal", run_ids: list[str] | None
     if some and not ids:
         return counts
     with target._guard("copy a journal"), target._tx():
-        if not some and (target._one("SELECT count(*) FROM actions")[0] or target._one("SELECT count(*) FROM runs")[0]):
+        if not some and (target._one(f"SELECT count(*) FROM {target._all_actions}")[0] or target._one("SELECT count(*) FROM runs")[0]):
             raise UsageError(f"the journal at {target.path} already holds runs; migrate into an empty one "
                              "(journal-wide action numbers are chained and cannot be merged)")
         numbers = _copy_chunks(source, target, counts)
         for table, cols, order in _TABLES:
+            if table == "reads" and not source._has_reads:  # a journal held at an older schema (tests)
+                continue
             order = order.format(order=source.db.row_order)
             marks = ",".join("?" * (cols.count(",") + 1))
             insert = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
@@ -140,6 +143,6 @@ def _only(table: str, ids: list[str]) -> tuple[str, tuple]:
         return f" WHERE id IN ({marks})", tuple(ids)
     if table == "sessions":
         return f" WHERE id IN (SELECT session_id FROM runs WHERE id IN ({marks}))", tuple(ids)
-    if table in ("actions", "undos", "events"):
+    if table in ("actions", "reads", "undos", "events"):
         return f" WHERE run_id IN ({marks})", tuple(ids)
     return "", ()

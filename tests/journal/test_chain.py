@@ -94,15 +94,22 @@ def test_audit_proves_every_read_of_a_batch_chained_in_one_event(new_journal):
     kinds = [k for (k,) in j.conn.execute("SELECT kind FROM events WHERE run_id = ? ORDER BY id", (run,))]
     assert kinds == ["run.begin", "reads.record", "action.record", "reads.record"]
     assert j.audit(run).ok
-    j.conn.execute("UPDATE actions SET args_ref = ? WHERE id = ?", ('={"path":"/etc/passwd"}', ids[2]))
+    # a plain read's row lives in the reads table (schema 6), and every change to it is found
+    assert j.conn.execute("SELECT count(*) FROM reads WHERE run_id = ?", (run,)).fetchone()[0] == 8
+    assert j.conn.execute("SELECT count(*) FROM actions WHERE run_id = ?", (run,)).fetchone()[0] == 1
+    j.conn.execute("UPDATE reads SET args_ref = ? WHERE id = ?", ('={"path":"/etc/passwd"}', ids[2]))
     problems = j.audit(run).problems
     assert any("action 3 (files.read_text_file) differs from what was recorded" in p for p in problems)
-    j.conn.execute("UPDATE actions SET args_ref = ? WHERE id = ?", ('={"path":"/p/2"}', ids[2]))
+    j.conn.execute("UPDATE reads SET args_ref = ? WHERE id = ?", ('={"path":"/p/2"}', ids[2]))
     assert j.audit(run).ok
-    j.conn.execute("UPDATE actions SET status = 'failed' WHERE id = ?", (ids[4],))
+    j.conn.execute("UPDATE reads SET status = 'failed' WHERE id = ?", (ids[4],))
     assert any("action 5" in p and "edited afterwards" in p for p in j.audit(run).problems)
-    j.conn.execute("UPDATE actions SET status = 'applied' WHERE id = ?", (ids[4],))
-    j.conn.execute("DELETE FROM actions WHERE id = ?", (ids[0],))
+    j.conn.execute("UPDATE reads SET status = 'applied' WHERE id = ?", (ids[4],))
+    j.conn.execute("UPDATE reads SET gseq = gseq + 1000 WHERE id = ?", (ids[3],))
+    assert any("action 4" in p and "edited afterwards" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE reads SET gseq = gseq - 1000 WHERE id = ?", (ids[3],))
+    assert j.audit(run).ok
+    j.conn.execute("DELETE FROM reads WHERE id = ?", (ids[0],))
     assert any("action 1 (files.read_text_file) was recorded but its row is gone" in p for p in j.audit(run).problems)
 
 
@@ -112,12 +119,10 @@ def test_audit_finds_a_batch_event_edited_or_a_read_inserted_beside_it(new_journ
     _reads(j, run, 3)
     (eid, data) = j.conn.execute("SELECT id, data FROM events WHERE run_id = ? AND kind = 'reads.record'", (run,)).fetchone()
     # a row copied with a new id and seq: no event lists it
-    j.conn.execute("INSERT INTO actions SELECT 'f00dfeed-0000-4000-8000-000000000000', run_id, 9, server, tool, class, "
-                   "rule, call_key, args_ref, prior, snapshot_ref, result_ref, inverse_ref, verify_ref, post_ref, status, "
-                   "note, decided_by, decided_at, decision_note, used_by, 'x:9', created_at, updated_at, 999, reverted "
-                   "FROM actions WHERE run_id = ? AND seq = 1", (run,))
+    j.conn.execute("INSERT INTO reads SELECT 999, run_id, 9, 'f00dfeed-0000-4000-8000-000000000000', server, tool, rule, "
+                   "call_key, args_ref, result_ref, status, note, at FROM reads WHERE run_id = ? AND seq = 1", (run,))
     assert any("action 9" in p and "no recorded history" in p for p in j.audit(run).problems)
-    j.conn.execute("DELETE FROM actions WHERE seq = 9")
+    j.conn.execute("DELETE FROM reads WHERE seq = 9")
     assert j.audit(run).ok
     # the batch's text edited to say one read was of another file: the event's hash no longer holds
     from synartesis.journal.rows import event_text

@@ -1,0 +1,93 @@
+"""Plain reads in their own append-only table (schema 6): every reader of actions sees them,
+audit proves them, copies carry them, and journals from before keep theirs in ``actions``."""
+
+from __future__ import annotations
+
+from synartesis.journal import Journal
+from synartesis.journal.transfer import copy_journal
+
+
+def _reads(j, run, paths, seq_from=None):
+    j.record_reads([{"run": run, "server": "files", "tool": "read_text_file", "rule": None, "args": {"path": p},
+                     "status": "applied", "result": {"content": [{"type": "text", "text": "x"}]},
+                     **({} if seq_from is None else {"seq": seq_from + k})} for k, p in enumerate(paths)])
+
+
+def _count(j, table, run):
+    return j.conn.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", (run,)).fetchone()[0]
+
+
+def test_reads_and_writes_of_a_run_read_back_together_in_order_through_every_reader(new_journal):
+    j = new_journal()
+    run = j.begin_run("t", {})
+    _reads(j, run, ["/a", "/b"])
+    w = j.record_action(run, "files", "write_file", "reversible", None, {"path": "/a", "content": "y"})
+    _reads(j, run, ["/c"])
+    assert (_count(j, "reads", run), _count(j, "actions", run)) == (3, 1)
+    acts = j.actions(run)
+    assert [(a.seq, a.tool) for a in acts] == [(1, "read_text_file"), (2, "read_text_file"), (3, "write_file"),
+                                               (4, "read_text_file")]
+    read = acts[0]
+    assert (read.cls, read.status, read.idempotency_key, read.created_at == read.updated_at) == \
+        ("readonly", "applied", f"{run}:1", True)
+    assert j.get_json(read.args_ref) == {"path": "/a"} and j.get_json(read.result_ref)["content"][0]["text"] == "x"
+    assert [a.gseq for a in j.actions_of([run])] == sorted(a.gseq for a in acts)
+    assert [a.id for a in j.recent_actions(2)] == [acts[2].id, acts[3].id]
+    assert j.get_action(read.id) == read and j.find_action(read.id[:8]) == read and j.get_action(w.id).id == w.id
+    [row] = [r for r in j.list_runs() if r.id == run]
+    assert row.actions == 4 and row.counts == {"applied": 3, "pending": 1} and row.open_writes == 1
+    assert j.get_session(row.session_id).last_at >= acts[3].created_at
+    assert j.audit(run).ok
+
+
+def test_a_copied_journal_carries_its_reads_and_audits_on_both_sides(new_journal):
+    source, target = new_journal(), new_journal()
+    run = source.begin_run("t", {})
+    _reads(source, run, [f"/p/{n}" for n in range(5)])
+    source.record_action(run, "files", "write_file", "reversible", None, {"path": "/p/0", "content": "y"})
+    copied = copy_journal(source, target)
+    assert copied.rows["reads"] == 5 and copied.rows["actions"] == 1
+    assert [(a.id, a.gseq) for a in target.actions(run)] == [(a.id, a.gseq) for a in source.actions(run)]
+    assert source.audit(run).ok and target.audit(run).ok
+    target.conn.execute("UPDATE reads SET args_ref = ? WHERE seq = 2", ('={"path":"/etc/shadow"}',))
+    assert any("action 2" in p and "differs" in p for p in target.audit(run).problems)
+
+
+def test_pruning_a_run_removes_its_reads(new_journal):
+    j = new_journal()
+    run, kept = j.begin_run("t", {}), j.begin_run("k", {})
+    _reads(j, run, ["/a", "/b"])
+    _reads(j, kept, ["/c"])
+    j.end_run(run)
+    assert j.prune([run]) == 1
+    assert _count(j, "reads", run) == 0 and _count(j, "reads", kept) == 1 and j.audit(kept).ok
+
+
+def test_a_schema_5_journal_keeps_its_reads_in_actions_and_new_ones_go_to_the_reads_table(tmp_path, monkeypatch):
+    from synartesis.journal import schema
+
+    path = tmp_path / "j" / "journal.db"
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:5])
+        m.setattr(schema, "SCHEMA_VERSION", 5)
+        old = Journal.open(path, create=True)
+        run = old.begin_run("old", {})
+        _reads(old, run, ["/a", "/b"])
+        old.record_action(run, "files", "write_file", "reversible", None, {"path": "/a", "content": "y"})
+        assert _count(old, "actions", run) == 3
+        old.close()
+    j = Journal.open(path)
+    assert j.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    own = iter(range(4, 100))
+    j.own_run(run, lambda: next(own))
+    _reads(j, run, ["/c"])
+    assert (_count(j, "actions", run), _count(j, "reads", run)) == (3, 1)
+    assert [(a.seq, a.tool) for a in j.actions(run)] == [(1, "read_text_file"), (2, "read_text_file"),
+                                                         (3, "write_file"), (4, "read_text_file")]
+    assert [a.gseq for a in j.actions_of([run])] == [1, 2, 3, 4] and j.audit(run).ok
+    j.conn.execute("DELETE FROM actions WHERE seq = 1")  # an old read's row, removed by hand
+    j.conn.execute("UPDATE reads SET status = 'failed' WHERE seq = 4")  # a new one, edited
+    problems = j.audit(run).problems
+    assert any("action 1" in p and "row is gone" in p for p in problems)
+    assert any("action 4" in p and "edited afterwards" in p for p in problems)
+    j.close()
