@@ -276,6 +276,7 @@ class Engine:
                 from synartesis.journal.spool import mark_spooled
                 mark_spooled(j, self.run_id, self._spooled_for)
             log("info", "run started", run=self.run_id, servers=list(self.launch_lines()), client=self.client_name)
+            self._journal_thread()  # it opens its own connection now (recorder.JournalThread._run)
         return self.run_id
 
     def launch_lines(self) -> dict:

@@ -6,7 +6,7 @@ timer, not per item: the first item of a batch wakes it, it sleeps one window (5
 read of a burst lands in the same transaction (one ``executemany``, see
 :meth:`Journal.record_reads`), and capping results (size, SHA-256, preview) happens here, off
 the byte path. While idle it wakes every ``tick_every`` seconds to run the engine's timer (call
-timeouts of reads in flight). A proxy killed with SIGKILL can lose the last window of reads,
+timeouts of reads in flight). A proxy killed with SIGKILL can lose the reads not yet committed,
 never a write: writes are journalled before they are sent.
 """
 
@@ -83,6 +83,16 @@ class JournalThread:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        # Open the connection now, while the first reads are at the server, not when their
+        # window ends: opened then, on a loaded machine, the first batch was committed a few
+        # hundred ms after its reads were answered, and a proxy killed in between lost them all
+        # (adversarial review 9). A journal that does not exist yet is opened by the first drain.
+        if self.path.exists():
+            try:
+                from synartesis.journal import Journal
+                self._journal = Journal.open(self.path, create=False)
+            except Exception:  # noqa: BLE001 - the first drain tries again and says why
+                self._journal = None
         while True:
             with self._cond:
                 if not self._armed and not self._stop:
