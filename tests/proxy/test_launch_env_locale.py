@@ -8,7 +8,7 @@ import os
 import sys
 import textwrap
 
-from helpers import FS_POLICY, open_journal, proxy_argv, run
+from helpers import FS_POLICY, files_proxy, open_journal, run
 
 CLIENT = textwrap.dedent('''
     import asyncio, sys
@@ -26,19 +26,14 @@ CLIENT = textwrap.dedent('''
 
 
 def test_a_client_without_a_locale_gives_its_server_nothing_undo_must_give_again(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
+    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
     (root / "a.txt").write_text("before")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text(FS_POLICY)
-    script = tmp_path / "client.py"
-    script.write_text(CLIENT)
+    (tmp_path / "client.py").write_text(CLIENT)
     env = {k: v for k, v in os.environ.items() if not (k.startswith("LC_") or k in ("LANG", "LANGUAGE"))}
-    done = run([sys.executable, str(script), *proxy_argv("files", manifest, journal, [*fs_server, str(root)])],
-               env=env, capture_output=True, text=True, timeout=60)
+    done = run([sys.executable, str(tmp_path / "client.py"), *argv], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (root / "a.txt").read_text() == "agent"
-    with open_journal(journal) as j:
+    with open_journal(tmp_path / "j.db") as j:
         [recorded] = j.list_runs()
         launch = recorded.servers["files"]
     assert "LC_CTYPE" not in launch.get("env", []), launch

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import FS_POLICY, RawSession, cli, open_journal, proxy_argv
+from helpers import FS_POLICY, RawSession, cli, files_proxy, open_journal, proxy_argv
 
 POLICY = FS_POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  dirs: {}\n") + """  - match: "dirs.create_directory"
     class: irreversible
@@ -17,13 +17,11 @@ POLICY = FS_POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  
 
 
 def test_a_session_undo_that_leaves_another_runs_call_in_place_is_partial(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
+    root, argv = files_proxy(tmp_path, fs_server, POLICY)
     (root / "a.txt").write_text("before")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text(POLICY)
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
     env = dict(os.environ, SYNARTESIS_SESSION="one-agent")
-    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)]), env=env) as files, \
+    with RawSession(argv, env=env) as files, \
             RawSession(proxy_argv("dirs", manifest, journal, [*fs_server, str(root)]), env=env) as dirs:
         files.handshake()
         dirs.handshake()

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 
 from helpers import (
     FS_POLICY,
     MEMORY_POLICY,
     RawSession,
     cli,
+    kill_mid_slow_put,
     kv_proxy,
     open_journal,
     proxy_argv,
@@ -110,27 +109,7 @@ def test_a_session_named_by_the_environment_groups_proxies_of_other_processes(tm
 
 
 def test_a_proxy_killed_mid_call_needs_no_close_and_its_call_is_unknown(tmp_path):
-    manifest, journal, state, argv = kv_proxy(tmp_path)
-    with RawSession(argv) as s:
-        s.handshake()
-        s.call(1, "put", {"key": "k0", "value": "agent"})
-        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": 2}}})
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with open_journal(journal) as j:
-                acts = [a for r in j.list_runs() for a in j.actions(r.id)]
-            # the first write's "applied" is committed after its answer went out (design notes):
-            # killed before that, it too would be unknown, which is not what this test is about
-            if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
-                break
-            time.sleep(0.05)
-        os.kill(s.proc.pid, signal.SIGKILL)
-        s.proc.wait(10)
-    # the orphaned server still finishes its slow write (and saves its whole state) on its own
-    deadline = time.monotonic() + 15
-    while json.loads(state.read_text()).get("k1") != "x" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    manifest, journal, state = kill_mid_slow_put(tmp_path, delay=2)  # the orphan finishes it
     with open_journal(journal) as j:
         [run] = j.list_runs()
         assert run.status == "active" and run.stale and run.unknown == 1  # counted as unknown already

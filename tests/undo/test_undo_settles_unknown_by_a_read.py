@@ -5,11 +5,8 @@ states shown. A fake server is needed here: a real one answers before a kill can
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 
-from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
+from helpers import FAKE_POLICY, cli, kill_mid_slow_put, open_journal
 
 DECLARED = FAKE_POLICY.replace('''  - match: "kv.slow_put"
     class: reversible
@@ -23,26 +20,7 @@ assert DECLARED != FAKE_POLICY
 
 
 def _killed_mid_call(tmp_path, policy):
-    """k0 written (applied), then a slow write of k1 = "x" killed mid-call; the orphaned server
-    finishes it. Returns (manifest, journal, state file)."""
-    manifest, journal, state, argv = kv_proxy(tmp_path, policy=policy)
-    with RawSession(argv) as s:
-        s.handshake()
-        s.call(1, "put", {"key": "k0", "value": "agent"})
-        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": 1}}})
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with open_journal(journal) as j:
-                acts = [a for r in j.list_runs() for a in j.actions(r.id)]
-            if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
-                break
-            time.sleep(0.05)
-        os.kill(s.proc.pid, signal.SIGKILL)
-        s.proc.wait(10)
-    deadline = time.monotonic() + 15
-    while json.loads(state.read_text()).get("k1") != "x" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    manifest, journal, state = kill_mid_slow_put(tmp_path, policy)
     assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}
     return manifest, journal, state
 
