@@ -259,7 +259,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                           "to overwrite it.")
     if report.left_in_place:
         n = len(report.left_in_place)
-        out.print(f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {'were' if n != 1 else 'was'} left in place.")
+        left = "would be" if report.dry_run else "were" if n != 1 else "was"
+        out.print(f"\n  {n} action{'s' if n != 1 else ''} cannot be undone and {left} left in place." if report.dry_run
+                  else f"\n  {n} action{'s' if n != 1 else ''} could not be undone and {left} left in place.")
     if (report.status == "compensated" or redo) and not report.dry_run:
         for line in unverified_lines(report):
             out.print(f"\n  {shown(line)}")

@@ -31,6 +31,7 @@ from typing import Any, Callable
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError, LiveRunError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
+from synartesis.journal.rows import NOTHING_TO_RESTORE
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError, resolve_template
@@ -778,7 +779,10 @@ class _Walk:
             if a.cls == "irreversible":
                 reason = "cannot be undone" + (f", approved by {a.decided_by}" if a.decided_by else "") + "; left in place"
             else:
-                reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
+                if (a.note or "").startswith(NOTHING_TO_RESTORE):  # as bare undo's skip line says it
+                    reason = "an approved creation (nothing existed before it to put back); left in place"
+                else:
+                    reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
             return Step(a.seq, a.id, q, "permanent", reason)
 
         verified = False

@@ -53,3 +53,10 @@ def test_bare_undo_says_why_it_skipped_each_newer_session(tmp_path, fs_server):
     }, lines
     text = cli("undo", "--dry-run", *flags).stdout
     assert "created): its only call stays in place: an approved creation" in " ".join(text.split()), text
+    # undone by name, the creation's own step says it the same way
+    # (a new user's round 8: "no usable inverse was recorded: no prior state existed, …; post-state …")
+    with open_journal(tmp_path / "j.db") as j:
+        created = j.find_session("created")
+    named = " ".join(cli("undo", created.id[:10], "--dry-run", *flags).stdout.split())
+    assert "an approved creation (nothing existed before it to put back); left in place" in named, named
+    assert "no usable inverse was recorded" not in named, named

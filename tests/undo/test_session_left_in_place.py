@@ -32,6 +32,8 @@ def test_a_session_undo_that_leaves_another_runs_call_in_place_is_partial(tmp_pa
     flags = ("--manifest", str(manifest), "--journal", str(journal))
     preview = cli("undo", "--dry-run", "--json", *flags)
     assert json.loads(preview.stdout)["status"] == "partial", preview.stdout + preview.stderr
+    text = " ".join(cli("undo", "--dry-run", *flags).stdout.split())
+    assert "1 action cannot be undone and would be left in place" in text, text  # a dry run changes nothing
     done = cli("undo", *flags)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "R E S U L T  partial" in done.stdout and "rolled_back" not in done.stdout.split("R E S U L T", 1)[1], done.stdout
