@@ -366,8 +366,11 @@ def undo_report_text(report: Any) -> Text:
             t.append("Nothing older than this was touched. See `synartesis undo --help` for --replan and --force.\n")
     if report.left_in_place:
         n = len(report.left_in_place)
-        t.append(f"\n{n} action{'s' if n != 1 else ''} could not be undone and "
-                 f"{'were' if n != 1 else 'was'} left in place.\n")
+        if report.dry_run:
+            t.append(f"\n{n} action{'s' if n != 1 else ''} cannot be undone and would be left in place.\n")
+        else:
+            t.append(f"\n{n} action{'s' if n != 1 else ''} could not be undone and "
+                     f"{'were' if n != 1 else 'was'} left in place.\n")
     if (report.status == "compensated" or getattr(report, "kind", "undo") == "redo") and not report.dry_run:
         for line in unverified_lines(report):  # what the CLI says of them, word for word (stop 19 left it out)
             t.append(f"\n{line}\n", "yellow")

@@ -26,3 +26,14 @@ def test_the_consoles_undo_report_names_calls_still_waiting_for_approval():
                         waiting=[{"action": "850acced-0000", "seq": 2, "run": "b8d3f7b1-0000", "tool": "crm.send_email"}])
     text = undo_report_text(report).plain
     assert "1 call is still waiting for approval; undo leaves it held. To refuse: synartesis deny 850acced" in text, text
+
+
+def test_the_consoles_preview_says_what_would_be_left_in_place_in_the_future_tense():
+    from synartesis.tui.render import undo_report_text
+    from synartesis.undo import UndoReport
+    from synartesis.undo.engine import Step
+    left = Step(1, "a1", "dirs.create_directory", "permanent", "cannot be undone; left in place")
+    preview = undo_report_text(UndoReport(run="r", dry_run=True, status="partial", steps=[left])).plain
+    assert "1 action cannot be undone and would be left in place." in preview, preview  # a new user's round 8
+    done = undo_report_text(UndoReport(run="r", dry_run=False, status="partial", steps=[left])).plain
+    assert "1 action could not be undone and was left in place." in done, done
