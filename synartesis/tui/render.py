@@ -386,7 +386,7 @@ def undo_report_text(report: Any) -> Text:
 
 def undo_notice(report: Any) -> str:
     """One line: dry ``N would be reverted · nothing was changed[ · M checked only during the
-    real undo][ · halted: R]``; real
+    real undo][ · would end STATUS | · halted: R]``; real
     ``STATUS · N reverted[ · halted: R]`` (reference-spec §7.3); ``compensated (unverified: N)``
     says so."""
     redo = getattr(report, "kind", "undo") == "redo"
@@ -397,7 +397,9 @@ def undo_notice(report: Any) -> str:
     if report.dry_run:
         later = len(getattr(report, "deferred_checks", []))
         checked = f" · {later} checked only during the real {'redo' if redo else 'undo'}" if later else ""
-        return f"{n} would be {'redone' if redo else 'reverted'} · nothing was changed{checked}{halted}"
+        status = getattr(report, "shown_status", report.status)
+        end = "" if report.halted else f" · would end {status}"  # as the CLI's RESULT line says it
+        return f"{n} would be {'redone' if redo else 'reverted'} · nothing was changed{checked}{end}{halted}"
     status = getattr(report, "shown_status", report.status)
     return f"{status} · {n} {'redone' if redo else 'reverted'}{halted}"
 

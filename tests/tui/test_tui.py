@@ -255,7 +255,7 @@ def test_preview_never_writes(world):
             job = app.screen
             assert isinstance(job, JobScreen) and job.kind == "preview"
             await until(pilot, lambda: job.state == "done", what="the preview")
-            assert "DRY RUN" in job.body_text and "1 would be reverted · nothing was changed" in job.body_text
+            assert "DRY RUN" in job.body_text and "1 would be reverted · nothing was changed · would end rolled_back" in job.body_text
             await pilot.press("y")  # y means nothing in a preview
             await pilot.pause(0.3)
             assert job.state == "done"
