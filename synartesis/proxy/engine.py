@@ -555,13 +555,17 @@ class Engine:
             if method == "tools/call":
                 self._client_call(CallContext(line, msg, id_key(msg["id"])))
                 return
+            key = id_key(msg["id"])
+            if key in self._queued or key in self._inflight or key in self._expired:
+                self._refuse_taken_id(msg, self._id_taken(key))
+                return
             if method == "initialize":
-                self._init_ids.add(id_key(msg["id"]))
+                self._init_ids.add(key)
                 info = params.get("clientInfo") if isinstance(params, dict) else None
                 if isinstance(info, dict) and isinstance(info.get("name"), str):
                     self.client_name = info["name"]
             elif method == "tools/list":
-                self._list_ids.add(id_key(msg["id"]))
+                self._list_ids.add(key)
         elif method == "tools/call":
             # a tools/call without an id cannot be answered or journalled; servers must ignore
             # it, and one that did not would run it unguarded: it is not forwarded
@@ -578,7 +582,39 @@ class Engine:
                 return
         self._forward_raw(line)
 
+    def _id_taken(self, key: str) -> str | None:
+        """Why a client request with the id ``key`` (:func:`id_key`) cannot be taken now: what
+        still waits for an answer with that id; None when nothing does.
+
+        Answers are matched to calls by ``id_key``, as a JavaScript server reads the id (``1``
+        and ``1.0`` are one id, ``2**53 + 1`` is ``2**53``), so two requests pending under one
+        key could not be told apart: one call's answer would be journalled as the other's and
+        one row lost. JSON-RPC requires ids unique among pending requests (MCP: never reused in
+        a session). Checked in the order that needs no lock: a queued call enters
+        ``_inflight`` before it leaves ``_queued``.
+        """
+        if key in self._queued or key in self._inflight:
+            return "a tools/call still waiting for its answer"
+        if key in self._expired:
+            return "a tools/call that timed out and that the server has not answered yet"
+        if key in self._init_ids or key in self._list_ids:
+            return "a request still waiting for its answer"
+        return None
+
+    def _refuse_taken_id(self, msg: dict, why: str | None) -> None:
+        """Answer a request whose id is taken with a JSON-RPC error; nothing is sent on."""
+        log("warn", "refused a request whose id is already in use", id=msg.get("id"), method=msg.get("method"))
+        self.send_to_client(dump({"jsonrpc": "2.0", "id": msg.get("id"), "error": {"code": -32600, "message": (
+            f"synartesis: the id {dump(msg.get('id')).decode()} is already used by {why}; JSON-RPC ids must be "
+            "unique among pending requests (a server may read 1 and 1.0, or integers past 2**53, as one id), "
+            "so this request was not sent. Send it again with an id of its own.")}}))
+
     def _client_call(self, ctx: CallContext) -> None:
+        key = ctx.id_key
+        if (key in self._queued or key in self._inflight or key in self._expired or key in self._list_ids
+                or key in self._init_ids):
+            self._refuse_taken_id(ctx.msg, self._id_taken(key))
+            return
         # read without the lock: only this thread (the client's reader) takes the count from 0
         # to 1, so a 0 seen here means nothing is queued ahead (a stale 1 only queues the call)
         if self._lane_count == 0:
@@ -863,6 +899,10 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(item if isinstance(item, CallContext) else None, exc)
             finally:
+                if isinstance(item, CallContext) and self._queued.get(item.id_key) is item:
+                    with self._lock:  # never sent (held, refused, cancelled): its id is free again
+                        if self._queued.get(item.id_key) is item:
+                            del self._queued[item.id_key]
                 with self._lane_cond:
                     self._lane_count -= 1
                     if self._lane_count == 0:
