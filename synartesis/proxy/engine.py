@@ -39,8 +39,7 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, parse_lenient_small,
-                                      response_id)
+from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, reread, response_id)
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
@@ -733,7 +732,7 @@ class Engine:
             if (ctx is None or ctx.read is None) and msg.__class__ is LazyFrame and not msg.sure():
                 # not a plain read's answer (whose record the journal thread checks): route
                 # it by the parsed frame when its two ends may not tell the whole truth
-                self.on_server_message(line, parse_lenient_small(line))
+                self.on_server_message(line, reread(line))
                 return
             ctx = self._inflight.pop(key, None)  # None if the call timer took it meanwhile
             if ctx is not None:
