@@ -296,11 +296,21 @@ class Engine:
     def reply_error_result(self, ctx: CallContext, text: str) -> None:
         """Answer a call with a ``CallToolResult`` carrying ``isError: true``."""
         body = {"jsonrpc": "2.0", "id": ctx.msg.get("id"), "result": tool_result(text, _is_modern(ctx.msg))}
+        self._unqueue(ctx)
         self.send_to_client(dump(body))
 
     def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None:
         """Answer a call with a JSON-RPC error."""
+        self._unqueue(ctx)
         self.send_to_client(dump({"jsonrpc": "2.0", "id": ctx.msg.get("id"), "error": {"code": code, "message": message}}))
+
+    def _unqueue(self, ctx: CallContext) -> None:
+        """A queued call that is answered without being sent (held, refused) frees its id
+        before the client has the answer: the client may send its next call with that id."""
+        if self._queued.get(ctx.id_key) is ctx:
+            with self._lock:
+                if self._queued.get(ctx.id_key) is ctx:
+                    del self._queued[ctx.id_key]
 
     def upstream_line(self, ctx: CallContext) -> Any:
         """The frame to send for a call: its original bytes unless the name was unwrapped."""
@@ -469,6 +479,7 @@ class Engine:
 
     def send_answer(self, ctx: CallContext, body: dict) -> None:
         """Answer a call with ``body`` (a whole JSON-RPC response: a held one, amended)."""
+        self._unqueue(ctx)
         self.send_to_client(dump(body))
 
     def pin_problem(self, server: str) -> str | None:
@@ -555,7 +566,7 @@ class Engine:
                 self._client_call(CallContext(line, msg, id_key(msg["id"])))
                 return
             key = id_key(msg["id"])
-            if key in self._queued or key in self._inflight or key in self._expired:
+            if self._call_waits(key):
                 self._refuse_taken_id(msg, self._id_taken(key))
                 return
             if method == "initialize":
@@ -599,6 +610,12 @@ class Engine:
         if key in self._init_ids or key in self._list_ids:
             return "a request still waiting for its answer"
         return None
+
+    def _call_waits(self, key: str) -> bool:
+        """Whether a ``tools/call`` with the id ``key`` still waits for an answer from the
+        server (queued, in flight, or timed out and not answered yet): a request under that
+        key would take its answer (see :meth:`_id_taken`)."""
+        return key in self._queued or key in self._inflight or key in self._expired
 
     def _refuse_taken_id(self, msg: dict, why: str | None) -> None:
         """Answer a request whose id is taken with a JSON-RPC error; nothing is sent on."""
@@ -647,6 +664,7 @@ class Engine:
             queued = self._queued.get(key)
             if queued is not None and not queued.forwarded:
                 queued.cancelled = True  # the server never saw it: the call and the cancel end here
+                del self._queued[key]  # and its id is free (the lane skips it, _send refuses it)
                 return True
         ctx = self._inflight.get(key)
         if ctx is not None:
@@ -898,10 +916,8 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(item if isinstance(item, CallContext) else None, exc)
             finally:
-                if isinstance(item, CallContext) and self._queued.get(item.id_key) is item:
-                    with self._lock:  # never sent (held, refused, cancelled): its id is free again
-                        if self._queued.get(item.id_key) is item:
-                            del self._queued[item.id_key]
+                if isinstance(item, CallContext):
+                    self._unqueue(item)  # never sent and never answered: its id is free again
                 with self._lane_cond:
                     self._lane_count -= 1
                     if self._lane_count == 0:
