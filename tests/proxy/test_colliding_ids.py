@@ -96,3 +96,20 @@ def test_an_id_is_free_again_once_its_call_is_answered_or_held(tmp_path):
     with open_journal(journal) as j:
         run = j.list_runs()[0]
         assert [(a.tool, a.status) for a in j.actions(run.id)] == [("delete", "gated"), ("put", "applied"), ("get", "applied")]
+
+
+def test_a_queued_call_cancelled_before_it_was_sent_frees_its_id_at_once(tmp_path):
+    manifest, journal, store, argv = kv_proxy(tmp_path, seed={"k": "old"})
+    with RawSession(argv) as s:
+        _open(s)
+        s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "slow_put", "arguments": {"key": "k", "value": "slow", "delay": 1.0}}})
+        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "put", "arguments": {"key": "k", "value": "x"}}})
+        s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        again = s.request(2, "tools/call", {"name": "put", "arguments": {"key": "k", "value": "y"}})
+        s.close()
+    assert again["result"]["structuredContent"] == {"ok": True, "key": "k"}
+    assert json.loads(store.read_text()) == {"k": "y"}
+    with open_journal(journal) as j:
+        run = j.list_runs()[0]
+        assert [(a.tool, a.status) for a in j.actions(run.id)] == [("slow_put", "applied"), ("put", "applied")]
