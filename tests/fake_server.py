@@ -16,6 +16,7 @@ Environment knobs:
 - ``FAKE_DECOY=method|later_id|escaped``: every tools/call is first "answered" with a frame
   that ends like its answer but is not one (a ``method`` member in the middle; a later ``id``
   that parsers keep; a ``method`` key spelled with ``\\u`` escapes), then answered for real.
+- ``FAKE_DECOY_PAD=N``: the decoy's text is N bytes longer (over 1 MiB: a large frame).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def main() -> None:
     decoy = os.environ.get("FAKE_DECOY")
 
     def send_decoy(mid) -> None:
-        body = '{"content":[{"type":"text","text":"decoy"}]}'
+        pad = "x" * int(os.environ.get("FAKE_DECOY_PAD", "0"))
+        body = '{"content":[{"type":"text","text":"decoy%s"}]}' % pad
         frame = {"method": f'{{"result":{body},"method":"notifications/decoy","jsonrpc":"2.0","id":{json.dumps(mid)}}}',
                  "later_id": f'{{"jsonrpc":"2.0","id":{json.dumps(mid)},"result":{body},"id":"decoy-1"}}',
                  "escaped": f'{{"result":{body},"\\u006dethod":"x","jsonrpc":"2.0","id":{json.dumps(mid)}}}'}[decoy]

@@ -39,8 +39,7 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, parse_lenient_small,
-                                      response_id)
+from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, reread, response_id)
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
@@ -298,11 +297,21 @@ class Engine:
     def reply_error_result(self, ctx: CallContext, text: str) -> None:
         """Answer a call with a ``CallToolResult`` carrying ``isError: true``."""
         body = {"jsonrpc": "2.0", "id": ctx.msg.get("id"), "result": tool_result(text, _is_modern(ctx.msg))}
+        self._unqueue(ctx)
         self.send_to_client(dump(body))
 
     def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None:
         """Answer a call with a JSON-RPC error."""
+        self._unqueue(ctx)
         self.send_to_client(dump({"jsonrpc": "2.0", "id": ctx.msg.get("id"), "error": {"code": code, "message": message}}))
+
+    def _unqueue(self, ctx: CallContext) -> None:
+        """A queued call that is answered without being sent (held, refused) frees its id
+        before the client has the answer: the client may send its next call with that id."""
+        if self._queued.get(ctx.id_key) is ctx:
+            with self._lock:
+                if self._queued.get(ctx.id_key) is ctx:
+                    del self._queued[ctx.id_key]
 
     def upstream_line(self, ctx: CallContext) -> Any:
         """The frame to send for a call: its original bytes unless the name was unwrapped."""
@@ -471,6 +480,7 @@ class Engine:
 
     def send_answer(self, ctx: CallContext, body: dict) -> None:
         """Answer a call with ``body`` (a whole JSON-RPC response: a held one, amended)."""
+        self._unqueue(ctx)
         self.send_to_client(dump(body))
 
     def pin_problem(self, server: str) -> str | None:
@@ -556,13 +566,17 @@ class Engine:
             if method == "tools/call":
                 self._client_call(CallContext(line, msg, id_key(msg["id"])))
                 return
+            key = id_key(msg["id"])
+            if self._call_waits(key):
+                self._refuse_taken_id(msg, self._id_taken(key))
+                return
             if method == "initialize":
-                self._init_ids.add(id_key(msg["id"]))
+                self._init_ids.add(key)
                 info = params.get("clientInfo") if isinstance(params, dict) else None
                 if isinstance(info, dict) and isinstance(info.get("name"), str):
                     self.client_name = info["name"]
             elif method == "tools/list":
-                self._list_ids.add(id_key(msg["id"]))
+                self._list_ids.add(key)
         elif method == "tools/call":
             # a tools/call without an id cannot be answered or journalled; servers must ignore
             # it, and one that did not would run it unguarded: it is not forwarded
@@ -579,7 +593,45 @@ class Engine:
                 return
         self._forward_raw(line)
 
+    def _id_taken(self, key: str) -> str | None:
+        """Why a client request with the id ``key`` (:func:`id_key`) cannot be taken now: what
+        still waits for an answer with that id; None when nothing does.
+
+        Answers are matched to calls by ``id_key``, as a JavaScript server reads the id (``1``
+        and ``1.0`` are one id, ``2**53 + 1`` is ``2**53``), so two requests pending under one
+        key could not be told apart: one call's answer would be journalled as the other's and
+        one row lost. JSON-RPC requires ids unique among pending requests (MCP: never reused in
+        a session). Checked in the order that needs no lock: a queued call enters
+        ``_inflight`` before it leaves ``_queued``.
+        """
+        if key in self._queued or key in self._inflight:
+            return "a tools/call still waiting for its answer"
+        if key in self._expired:
+            return "a tools/call that timed out and that the server has not answered yet"
+        if key in self._init_ids or key in self._list_ids:
+            return "a request still waiting for its answer"
+        return None
+
+    def _call_waits(self, key: str) -> bool:
+        """Whether a ``tools/call`` with the id ``key`` still waits for an answer from the
+        server (queued, in flight, or timed out and not answered yet): a request under that
+        key would take its answer (see :meth:`_id_taken`)."""
+        return key in self._queued or key in self._inflight or key in self._expired
+
+    def _refuse_taken_id(self, msg: dict, why: str | None) -> None:
+        """Answer a request whose id is taken with a JSON-RPC error; nothing is sent on."""
+        log("warn", "refused a request whose id is already in use", id=msg.get("id"), method=msg.get("method"))
+        self.send_to_client(dump({"jsonrpc": "2.0", "id": msg.get("id"), "error": {"code": -32600, "message": (
+            f"synartesis: the id {dump(msg.get('id')).decode()} is already used by {why}; JSON-RPC ids must be "
+            "unique among pending requests (a server may read 1 and 1.0, or integers past 2**53, as one id), "
+            "so this request was not sent. Send it again with an id of its own.")}}))
+
     def _client_call(self, ctx: CallContext) -> None:
+        key = ctx.id_key
+        if (key in self._queued or key in self._inflight or key in self._expired or key in self._list_ids
+                or key in self._init_ids):
+            self._refuse_taken_id(ctx.msg, self._id_taken(key))
+            return
         # read without the lock: only this thread (the client's reader) takes the count from 0
         # to 1, so a 0 seen here means nothing is queued ahead (a stale 1 only queues the call)
         if self._lane_count == 0:
@@ -613,6 +665,7 @@ class Engine:
             queued = self._queued.get(key)
             if queued is not None and not queued.forwarded:
                 queued.cancelled = True  # the server never saw it: the call and the cancel end here
+                del self._queued[key]  # and its id is free (the lane skips it, _send refuses it)
                 return True
         ctx = self._inflight.get(key)
         if ctx is not None:
@@ -698,7 +751,7 @@ class Engine:
             if (ctx is None or ctx.read is None) and msg.__class__ is LazyFrame and not msg.sure():
                 # not a plain read's answer (whose record the journal thread checks): route
                 # it by the parsed frame when its two ends may not tell the whole truth
-                self.on_server_message(line, parse_lenient_small(line))
+                self.on_server_message(line, reread(line))
                 return
             ctx = self._inflight.pop(key, None)  # None if the call timer took it meanwhile
             if ctx is not None:
@@ -864,6 +917,8 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(item if isinstance(item, CallContext) else None, exc)
             finally:
+                if isinstance(item, CallContext):
+                    self._unqueue(item)  # never sent and never answered: its id is free again
                 with self._lane_cond:
                     self._lane_count -= 1
                     if self._lane_count == 0:

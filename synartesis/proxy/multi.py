@@ -164,6 +164,9 @@ class MultiEngine(Engine):
 
     def _client_request(self, line: Any, msg: dict, method: str) -> None:
         mid = msg["id"]
+        if method != "tools/call" and self._call_waits(id_key(mid)):  # its answer would settle the call
+            self._refuse_taken_id(msg, self._id_taken(id_key(mid)))
+            return
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         try:
             if method == "initialize":

@@ -51,6 +51,7 @@ from synartesis.proxy.framing import (
     PREVIEW,
     LazyFrame,
     id_key,
+    reread,
     response_id,
 )
 from synartesis.proxy.payload import cli_command, error_text, is_error, payload
@@ -287,7 +288,7 @@ def read_record(item: dict) -> dict:
     msg = item.pop("answer")
     if isinstance(msg, LazyFrame):
         if not msg.sure():  # routed by its two ends; the parse the relay thread skipped is done here
-            parsed = msg.parse()
+            parsed = reread(msg.line)  # over 1 MiB: its real envelope, the result not built
             mid = response_id(parsed)
             if mid is NOT_RESPONSE or id_key(mid) != id_key(msg.member("id")):
                 return {**item, "status": "unknown", "note": UNSURE_ANSWER}

@@ -65,7 +65,7 @@ import httpx2
 
 from synartesis import __version__
 from synartesis.log import log
-from synartesis.proxy.framing import LazyFrame, parse_lenient, parse_lenient_small
+from synartesis.proxy.framing import LazyFrame, parse_lenient, reread
 from synartesis.proxy.transport import (
     CloseHandler,
     MessageHandler,
@@ -862,7 +862,8 @@ class HttpUpstream:
             msg = parse_lenient(frame)
         lazy = isinstance(msg, LazyFrame)
         if lazy and not msg.sure():  # its ends may not tell the whole truth (a method, a later id)
-            msg, lazy = parse_lenient_small(frame), False
+            msg = reread(frame)  # over 1 MiB its real envelope, without building the result
+            lazy = isinstance(msg, LazyFrame)
         items = [msg] if lazy or not isinstance(msg, list) else msg
         for item in items:
             is_answer = (lazy or isinstance(item, dict)) and "method" not in item and "id" in item

@@ -47,13 +47,14 @@ class _Frames:
             self.buf += data
 
 
+@pytest.mark.parametrize("pad", [0, 2 << 20], ids=["small", "over-1MiB"])
 @pytest.mark.parametrize("decoy", ["method", "later_id", "escaped"])
-def test_a_frame_that_only_ends_like_an_answer_settles_no_call(tmp_path, decoy):
+def test_a_frame_that_only_ends_like_an_answer_settles_no_call(tmp_path, decoy, pad):
     manifest, journal, store = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
     manifest.write_text(FAKE_POLICY)
     store.write_text(json.dumps({"k": "old"}))
     argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(store)])
-    with RawSession(argv, env=dict(os.environ, FAKE_DECOY=decoy)) as s:
+    with RawSession(argv, env=dict(os.environ, FAKE_DECOY=decoy, FAKE_DECOY_PAD=str(pad))) as s:
         frames = _Frames(s)
         frames.request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                          "clientInfo": {"name": "test-client", "version": "1"}})

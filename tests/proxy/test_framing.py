@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synartesis.proxy.framing import INVALID, LazyFrame, LineSplitter, dump, id_key, parse, parse_lenient, response_id
+from synartesis.proxy.framing import (INVALID, LARGE, NOT_RESPONSE, LazyFrame, LineSplitter, dump, id_key, parse, parse_lenient, reread,
+                                      response_id)
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False)
@@ -170,6 +172,30 @@ def test_an_answer_routed_by_its_ends_is_sure_only_when_the_parse_agrees(mid, va
     assert misleading == (decoy in ("method", "escaped_method") or (not ts_order and decoy in ("later_id", "escaped_id", "earlier_id")))
     if misleading:
         assert not (isinstance(frame, LazyFrame) and frame.sure())  # the full parse decides these
+
+
+@pytest.mark.parametrize(("ts_order", "decoy"), [
+    (True, None), (True, "method"), (True, "escaped_method"),
+    (False, None), (False, "method"), (False, "later_id"), (False, "escaped_id")])
+def test_an_answer_over_1_mib_is_checked_for_decoys_like_a_small_one(ts_order, decoy):
+    # adversarial review 9: a large frame was taken as sure by its two ends alone
+    body = json.dumps({"content": [{"type": "text", "text": "x" * (LARGE + 10)}]}, separators=(",", ":"))
+    extra = {"method": ',"method":"x/y"', "escaped_method": ',"\\u006dethod":"x/y"',
+             "later_id": ',"id":"decoy"', "escaped_id": ',"\\u0069d":"decoy"'}.get(decoy, "")
+    if ts_order:
+        line = f'{{"result":{body}{extra},"jsonrpc":"2.0","id":7}}'
+    else:
+        line = f'{{"jsonrpc":"2.0","id":7,"result":{body}{extra}}}'
+    raw = line.encode()
+    frame = parse_lenient(raw)
+    full = json.loads(raw)
+    assert isinstance(frame, LazyFrame) and frame.member("id") == 7  # routed by its ends first
+    assert (_response_key(full) != id_key(7)) == (decoy is not None)
+    assert frame.sure() == (decoy is None)
+    again = reread(raw)  # the envelope reader: the real members, the result not built
+    assert isinstance(again, LazyFrame) and again.sure()
+    rid = response_id(again)
+    assert _response_key(full) == (None if rid is NOT_RESPONSE else id_key(rid))
 
 
 def test_ids_are_keyed_as_a_javascript_server_answers_them():
