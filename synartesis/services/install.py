@@ -1262,11 +1262,20 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
     if purge:
         home = synartesis_home(env)
         ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
-        record = [state_path(env)] if state_path(env).exists() and all(id(e) in ending for e in state.entries) else []
-        for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm",
-                  *_policy_caches(home), *record):
-            if p.exists():
-                purge_paths.append(p)
+        staying = [e for e in state.entries if id(e) not in ending]
+        if staying:
+            # entries still wrapped (another client's, or one not restored) run through the policy
+            # and write the journal: deleting them would hold every call of those servers and lose
+            # their undo history (adversarial review 10), so a purge waits until none is left
+            warnings.append(f"--purge kept {home}'s policy, journal and install record: {len(staying)} "
+                            f"entr{'ies' if len(staying) != 1 else 'y'} of other clients (or not restored) still "
+                            "run through synartesis; uninstall those too, then purge")
+        else:
+            record = [state_path(env)] if state_path(env).exists() else []
+            for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm",
+                      *_policy_caches(home), *record):
+                if p.exists():
+                    purge_paths.append(p)
     return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists())
 
 

@@ -407,11 +407,13 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
     for a in in_scope:
         if a.cls == "readonly" or a.status in NEVER_APPLIED or a.status == "rolled_back":
             continue
-        if a.status in ("pending", "unknown") and not opts.force:
+        if a.status in ("pending", "unknown"):
             verify = load(a.verify_ref)
             run = runs.get(a.run_id)
             if not verify or a.prior not in ("captured", "absent") or (
                     a.status == "pending" and not (run is not None and run.stale)):
+                if opts.force:  # stepped over (Walk.status_step): nothing of it is sent
+                    continue
                 break
             # settled by a read of its resource (Walk.one): its read's and its inverse's servers
             needed.add((a.run_id, verify["server"]))
@@ -735,7 +737,7 @@ class _Walk:
         if opts.skip_irreversible and a.cls == "irreversible":
             return Step(a.seq, a.id, q, "permanent", "irreversible: saga mode never rolls it back; left in place")
         if a.status in ("pending", "unknown"):
-            if not opts.force and self.settled_by_read(a):
+            if self.settled_by_read(a):  # --force steps over only what the read cannot settle
                 return None  # settled by a read of the resource (Walk.one, _unknown_plan)
             if opts.force:
                 # a person looked at it and chose to go on: whatever it did stays as it is
@@ -832,13 +834,15 @@ class _Walk:
                 elif not preview:
                     j.set_action_status(a.id, "rolled_back", note="found already in the state the inverse would produce",
                                         reverted="found")
-                return Step(a.seq, a.id, q, "already-reverted", "the resource is already in the state this inverse would produce",
-                            verified=True, check=check)
+                return Step(a.seq, a.id, q, "already-reverted", UNKNOWN_FOUND_BEFORE if unknown else
+                            "the resource is already in the state this inverse would produce", verified=True, check=check)
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                           + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
                           f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
                 if unknown:  # neither before nor after the call: nothing tells what happened; left as it is
+                    if opts.force:
+                        return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, post))
                     return Step(a.seq, a.id, q, "halt", UNKNOWN_NEITHER, detail=_unknown_detail(a, before, obs, post),
                                 expected=post, actual=obs, check=check)
                 if not opts.force:
@@ -972,6 +976,8 @@ class _Walk:
             if obs is None:
                 if self.stopped():
                     return Step(a.seq, a.id, q, "halt", _STOPPED)
+                if self.opts.force:
+                    return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=f"a read to settle it failed: {current.reason}")
                 return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, check=check,
                             detail=f"a read to settle it failed: {current.reason}\n{UNKNOWN_WAY}")
         if before is not None and _same(obs, before):
@@ -979,6 +985,8 @@ class _Walk:
                 self.j.set_action_status(a.id, "rolled_back", expect=("unknown",), reverted="found",
                                          note=f"{UNKNOWN_FOUND_BEFORE}: {a.note or 'outcome unknown'}")
             return Step(a.seq, a.id, q, "already-reverted", UNKNOWN_FOUND_BEFORE, verified=True, check=check)
+        if self.opts.force:
+            return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, None))
         return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, detail=_unknown_detail(a, before, obs, None),
                     expected=before, actual=obs, check=check)
 
@@ -1001,6 +1009,8 @@ UNKNOWN_HALT = ("outcome unknown: the call was sent but no answer was recorded (
 UNKNOWN_NEITHER = ("outcome unknown, and the resource is neither as it was before the call nor as the call "
                    "would have left it")
 UNKNOWN_FOUND_BEFORE = "outcome unknown, but the resource is as it was before the call: nothing to undo"
+UNKNOWN_FORCED = ("outcome unknown, and a read does not settle it; stepped over because of --force (whatever it "
+                  "did is left in place)")
 UNKNOWN_WAY = ("Check the resource by hand; `undo --force` then steps over this action (leaving whatever it did) "
                "and undoes the older ones.")
 

@@ -371,3 +371,19 @@ def test_purge_keeps_the_install_record_while_another_client_is_still_wrapped(fa
     record = fake_home / ".synartesis" / "installed.json"
     assert record not in plan.purge_paths and str(record) in result.kept and record.exists()
     assert load_state(env).entries and all(e["client"] == "claude-desktop" for e in load_state(env).entries)
+
+
+def test_purge_keeps_the_policy_and_journal_while_another_client_is_still_wrapped(fake_home, tmp_path):
+    """Adversarial review 10: `uninstall --client cursor --purge` deleted the shared policy (every
+    call of the entries still wrapped was then held) and would have deleted their journal."""
+    place(fake_home, "claude-desktop", DESKTOP)
+    place(fake_home, "cursor", DESKTOP)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    home = fake_home / ".synartesis"
+    (home / "journal.db").write_bytes(b"the other client's undo history")
+    plan, result = uninstall(env, client="cursor", purge=True)
+    assert plan.purge_paths == [] and (home / "synartesis.yaml").exists() and (home / "journal.db").exists()
+    assert any("--purge kept" in w for w in plan.warnings), plan.warnings
+    _, last = uninstall(env, purge=True)  # once none is left wrapped, the purge goes through
+    assert not (home / "synartesis.yaml").exists() and not (home / "journal.db").exists()

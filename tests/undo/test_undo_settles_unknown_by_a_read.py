@@ -54,6 +54,7 @@ def test_an_unknown_write_found_as_before_the_call_needs_no_undo(tmp_path):
     done = _cli(manifest, journal, "undo")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "as it was before the call: nothing to undo" in done.stdout
+    assert "already in the state this inverse would produce" not in done.stdout
     assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}  # the older write is undone too
     assert _statuses(journal) == (["rolled_back", "rolled_back"], True)
 
@@ -82,3 +83,19 @@ def test_without_a_declared_post_state_a_changed_resource_still_halts(tmp_path):
     assert '"value":"v1"' in out and '"value":"x"' in out and "undo --force" in out
     assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}
     assert _statuses(journal) == (["applied", "unknown"], True)
+
+
+def test_force_still_settles_by_a_read_and_steps_over_only_what_it_cannot(tmp_path):
+    """Adversarial review 10: `--force` stepped over an unknown write a read would have settled
+    (applied, so reverted without it) and left the agent's write in place."""
+    manifest, journal, state = _killed_mid_call(tmp_path, DECLARED)
+    state.write_text(json.dumps({"k0": "someone", "k1": "x"}))  # k1 as the call left it; k0 drifted
+    forced = _cli(manifest, journal, "undo", "--force", "--yes")
+    assert "as the call would have left it: it applied" in forced.stdout, forced.stdout + forced.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}  # both put back (k0 overwritten: --force)
+    (tmp_path / "third").mkdir()
+    manifest2, journal2, state2 = _killed_mid_call(tmp_path / "third", DECLARED)
+    state2.write_text(json.dumps({"k0": "agent", "k1": "someone"}))  # a third state: --force steps over it
+    forced = _cli(manifest2, journal2, "undo", "--force", "--yes")
+    assert "a read does not settle it; stepped over because of --force" in " ".join(forced.stdout.split()), forced.stdout
+    assert json.loads(state2.read_text()) == {"k0": "v0", "k1": "someone"}
