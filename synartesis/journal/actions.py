@@ -22,11 +22,12 @@ from synartesis.journal.chain import ChainMixin, chain_texts
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, READ_COLS, READ_STATUSES, ActionRow,
                                      action_from_row, action_state, action_values, new_id, new_ids, now_iso)
 
-__all__ = ["ActionsMixin", "ERROR_AFTER_WRITE"]
+__all__ = ["ActionsMixin", "ERROR_AFTER_WRITE", "PreparedAction"]
 
 # How a tool error after a write is settled by re-reading the resource (issue 10 item 4).
 ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown"}
 
+_INSERT_ACTION = f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})"
 _INSERT_READ = f"INSERT INTO reads ({READ_COLS}) VALUES ({','.join('?' * (READ_COLS.count(',') + 1))})"
 
 
@@ -39,6 +40,18 @@ def _as_action(aid: str, run_id: str, seq: int, server: str, tool: str, rule: st
 
 # compact JSON in the value's own key order (ASCII text only: see _key_and_ref), built once
 _IN_ORDER = JSONEncoder(separators=(",", ":")).encode
+
+
+class PreparedAction:
+    """A write's row as far as it is known before its pre-read is answered (see
+    :meth:`ActionsMixin.prepare_action`): ``blobs`` are its payloads' blobs still to store."""
+
+    __slots__ = ("id", "run_id", "server", "tool", "cls", "rule", "key", "args_ref", "verify_ref", "blobs")
+
+    def __init__(self, aid: str, run_id: str, server: str, tool: str, cls: str, rule: str | None, key: str,
+                 args_ref: str, verify_ref: str | None, blobs: list) -> None:
+        self.id, self.run_id, self.server, self.tool, self.cls, self.rule = aid, run_id, server, tool, cls, rule
+        self.key, self.args_ref, self.verify_ref, self.blobs = key, args_ref, verify_ref, blobs
 
 
 class ActionsMixin(ChainMixin):
@@ -72,21 +85,31 @@ class ActionsMixin(ChainMixin):
                        decided_at: str | None = None, *, prior: str | None = None, snapshot: Any = None,
                        verify: Any = None, result: Any = None, fetch: bool = True,
                        seq: int | None = None) -> ActionRow | None:
+        row = self._insert_row(new_id(), run_id, server, tool, cls, rule, call_key(server, tool, args),
+                               self.put_json(args, ACTION_BLOB_MIN), status, note, decided_by, decided_at, prior,
+                               self.put_json(snapshot, ACTION_BLOB_MIN) if prior == "captured" else None,
+                               self._put_payload(result), self._put_payload(verify), seq)
+        return row if fetch else None
+
+    def _insert_row(self, aid: str, run_id: str, server: str, tool: str, cls: str, rule: str | None, key: str,
+                    args_ref: str, status: str, note: str | None, decided_by: str | None, decided_at: str | None,
+                    prior: str | None, snapshot_ref: str | None, result_ref: str | None, verify_ref: str | None,
+                    seq: int | None = None) -> ActionRow:
+        """Insert an action whose payloads are stored, numbered now (inside the transaction),
+        and chain its ``action.record`` event."""
         if seq is None:
             source = self._seq_sources.get(run_id)
             seq = source() if source is not None else self._max_seq(run_id) + 1
-        aid = new_id()
         ts = now_iso()
         row = ActionRow(
-            id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule,
-            call_key=call_key(server, tool, args), args_ref=self.put_json(args, ACTION_BLOB_MIN), prior=prior,
-            snapshot_ref=self.put_json(snapshot, ACTION_BLOB_MIN) if prior == "captured" else None,
-            result_ref=self._put_payload(result), inverse_ref=None, verify_ref=self._put_payload(verify), post_ref=None,
-            status=status, note=note, decided_by=decided_by, decided_at=decided_at, decision_note=None,
-            used_by=None, idempotency_key=f"{run_id}:{seq}", created_at=ts, updated_at=ts, gseq=self._next_gseq())
-        self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})", action_values(row))
+            id=aid, run_id=run_id, seq=seq, server=server, tool=tool, cls=cls, rule=rule, call_key=key,
+            args_ref=args_ref, prior=prior, snapshot_ref=snapshot_ref, result_ref=result_ref, inverse_ref=None,
+            verify_ref=verify_ref, post_ref=None, status=status, note=note, decided_by=decided_by,
+            decided_at=decided_at, decision_note=None, used_by=None, idempotency_key=f"{run_id}:{seq}",
+            created_at=ts, updated_at=ts, gseq=self._next_gseq())
+        self._q(_INSERT_ACTION, action_values(row))
         self._state_event(row, "action.record")
-        return row if fetch else None
+        return row
 
     def record_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None,
                       args: Any, status: str = "pending", note: str | None = None, *,
@@ -103,6 +126,34 @@ class ActionsMixin(ChainMixin):
         with self._guard("record action"), self._tx(carry):
             return self._insert_action(run_id, server, tool, cls, rule, args, status, note,
                                        prior=prior, snapshot=snapshot, verify=verify)
+
+    def prepare_action(self, run_id: str, server: str, tool: str, cls: str, rule: str | None, args: Any, *,
+                       verify: Any = None) -> "PreparedAction":
+        """What :meth:`record_prepared` stores for a write that does not depend on its
+        pre-read's answer: its id, call key and encoded arguments and drift read (their blobs
+        hashed and compressed). No SQL and no lock: the proxy's lane computes it while the
+        pre-read is at the server (issue 11 item 4)."""
+        args_ref, blobs = self._encode_json(args, ACTION_BLOB_MIN)
+        verify_ref, more = (None, []) if verify is None else self._encode_json(verify, ACTION_BLOB_MIN)
+        return PreparedAction(new_id(), run_id, server, tool, cls, rule, call_key(server, tool, args), args_ref,
+                              verify_ref, self._packed_parts(blobs + more))
+
+    def record_prepared(self, prep: "PreparedAction", *, prior: str | None = None, snapshot: Any = None,
+                        carry: bool = True) -> ActionRow:
+        """:meth:`record_action` of a ``pending`` write from :meth:`prepare_action`, with its
+        pre-read (``prior`` ``captured`` with ``snapshot``, or ``absent``): the snapshot is
+        encoded before the write lock is taken; one transaction stores the blobs, the row and
+        its event (and, with ``carry``, this connection's deferred changes first)."""
+        blobs = prep.blobs
+        snapshot_ref = None
+        if prior == "captured":
+            snapshot_ref, more = self._encode_json(snapshot, ACTION_BLOB_MIN)
+            blobs = blobs + self._packed_parts(more)
+        with self._guard("record action"), self._tx(carry):
+            self._store_parts(blobs)
+            return self._insert_row(prep.id, prep.run_id, prep.server, prep.tool, prep.cls, prep.rule, prep.key,
+                                    prep.args_ref, "pending", None, None, None, prior, snapshot_ref, None,
+                                    prep.verify_ref)
 
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
@@ -268,13 +319,23 @@ class ActionsMixin(ChainMixin):
                 except Exception as exc:  # noqa: BLE001 - the outcome is journalled whatever the read did
                     state, why = None, f"post-state could not be captured: {exc!r}"
             text = "; ".join(x for x in (why, note) if x) or None
+            # encoded here, outside the write lock (the lane prepares while a pre-read is out)
+            blobs: list = []
+            cols: dict[str, Any] = {}
+            for col, value in (("result_ref", result), ("inverse_ref", inverse or None), ("post_ref", state),
+                               ("verify_ref", verify)):
+                if value is ...:  # the pre-read's call, recorded with the row: kept
+                    continue
+                ref = None
+                if value is not None or col == "result_ref":  # a result of None is stored as null, as ever
+                    ref, more = self._encode_json(value, ACTION_BLOB_MIN)
+                    blobs.extend(more)
+                cols[col] = ref
+            self._packed_parts(blobs)
 
             def change() -> None:
-                cols = {} if verify is ... else {"verify_ref": self._put_payload(verify)}
-                self._set(action_id, "applied", note=text, expect=("pending", "unknown"),
-                          result_ref=self.put_json(result, ACTION_BLOB_MIN),
-                          inverse_ref=self._put_payload(inverse) if inverse else None,
-                          post_ref=self._put_payload(state), **cols)
+                self._store_parts(blobs)
+                self._set(action_id, "applied", note=text, expect=("pending", "unknown"), **cols)
             return change
         self._deferred.append(prepare)
 

@@ -171,9 +171,23 @@ def chunk_cuts(data: bytes) -> list[int]:
     return cuts
 
 
+def _packed(data: bytes) -> tuple[str, bytes]:
+    """How a blob stored whole is written: ``("zlib", compressed)`` when that is smaller
+    (over 128 bytes), else ``("raw", data)``."""
+    if len(data) > 128:
+        packed = zlib.compress(data, 6)
+        if len(packed) < len(data):
+            return "zlib", packed
+    return "raw", data
+
+
 class BlobsMixin(JournalBase):
-    def _put_blob(self, data: bytes) -> str:
-        digest = sha256_hex(data)
+    def _put_blob(self, data: bytes, digest: str | None = None, stored: "tuple[str, bytes] | None" = None) -> str:
+        """Store ``data`` (inside a transaction) unless this connection knows it is stored;
+        return its SHA-256. ``digest`` and ``stored`` (codec, bytes), when the caller computed
+        them outside the transaction (:meth:`_encode_json`, :meth:`_packed_parts`)."""
+        if digest is None:
+            digest = sha256_hex(data)
         self._tx_blobs.append(digest)
         if digest in self._known_blobs:
             return digest
@@ -184,17 +198,13 @@ class BlobsMixin(JournalBase):
             if len(cuts) > 1:
                 self._put_chunked(digest, data, cuts)
                 return digest
-        self._store(digest, data)
+        self._store(digest, data, stored)
         return digest
 
-    def _store(self, digest: str, data: bytes) -> None:
-        codec, stored = "raw", data
-        if len(data) > 128:
-            packed = zlib.compress(data, 6)
-            if len(packed) < len(data):
-                codec, stored = "zlib", packed
+    def _store(self, digest: str, data: bytes, stored: "tuple[str, bytes] | None" = None) -> None:
+        codec, body = stored or _packed(data)
         self._q("INSERT INTO blobs (hash, codec, size, data) VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
-                (digest, codec, len(data), stored))
+                (digest, codec, len(data), body))
 
     def _put_chunked(self, digest: str, data: bytes, cuts: list[int]) -> None:
         """Store ``data`` as its chunk list; the chunks not stored yet go into one new pack."""
@@ -386,15 +396,20 @@ class BlobsMixin(JournalBase):
             total -= len(cache.popitem(last=False)[1])
         self.__dict__["_pack_bytes"] = total
 
-    def _split(self, value: Any, blob_min: int = _BLOB_MIN) -> Any:
+    def _split(self, value: Any, blob_min: int, blobs: list) -> Any:
+        """``value``'s skeleton: each string of ``blob_min`` characters or more replaced by its
+        blob's name, the blob appended to ``blobs`` as ``[digest, data]`` (stored by the caller)."""
         if isinstance(value, str):
             if len(value) >= blob_min:
-                return {_BLOB_KEY: self._put_blob(value.encode("utf-8", "surrogatepass"))}
+                data = value.encode("utf-8", "surrogatepass")
+                digest = sha256_hex(data)
+                blobs.append([digest, data])
+                return {_BLOB_KEY: digest}
             return value
         if isinstance(value, list):
-            return [self._split(v, blob_min) for v in value]
+            return [self._split(v, blob_min, blobs) for v in value]
         if isinstance(value, dict):
-            inner = {k: self._split(v, blob_min) for k, v in value.items()}
+            inner = {k: self._split(v, blob_min, blobs) for k, v in value.items()}
             if _BLOB_KEY in value or _LIT_KEY in value:
                 return {_LIT_KEY: inner}
             return inner
@@ -418,9 +433,20 @@ class BlobsMixin(JournalBase):
         (:data:`ACTION_BLOB_MIN` for an action's payloads). A value whose JSON is shorter than
         that holds no such string and no marker, so its text is the skeleton as it is (one
         encode, no walk)."""
+        ref, blobs = self._encode_json(value, blob_min)
+        for blob in blobs:
+            self._put_blob(blob[1], blob[0])
+        return ref
+
+    def _encode_json(self, value: Any, blob_min: int = _BLOB_MIN) -> tuple[str, list]:
+        """:meth:`put_json` without storing anything (no transaction needed, no SQL): the ref,
+        and the blobs it points at as ``[digest, data]`` in the order they must be stored (its
+        strings, then a skeleton too long to be inline). The lane encodes a write's payloads
+        while its pre-read is at the server, off the write lock (issue 11 item 4)."""
         skeleton = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        blobs: list = []
         if len(skeleton) >= blob_min or "$synartesis." in skeleton:
-            split = self._split(value, blob_min)
+            split = self._split(value, blob_min, blobs)
             skeleton = json.dumps(split, ensure_ascii=False, separators=(",", ":"))
         else:
             split = value
@@ -429,8 +455,26 @@ class BlobsMixin(JournalBase):
         except UnicodeEncodeError:  # a lone surrogate: escaped, so the text stays valid UTF-8
             skeleton = json.dumps(split, ensure_ascii=True, separators=(",", ":"))
         if len(skeleton) <= _INLINE_MAX:
-            return "=" + skeleton
-        return self._put_blob(skeleton.encode("utf-8", "surrogatepass"))
+            return "=" + skeleton, blobs
+        data = skeleton.encode("utf-8", "surrogatepass")
+        digest = sha256_hex(data)
+        blobs.append([digest, data])
+        return digest, blobs
+
+    def _packed_parts(self, blobs: list) -> list:
+        """``blobs`` (from :meth:`_encode_json`) with the stored form of each that this
+        connection does not know yet and that is stored whole (``[digest, data, (codec,
+        bytes)]``): compressed outside the transaction that stores them."""
+        for blob in blobs:
+            if len(blob) == 2 and blob[0] not in self._known_blobs and len(blob[1]) <= _ASK_FIRST:
+                blob.append(_packed(blob[1]))
+        return blobs
+
+    def _store_parts(self, blobs: list) -> None:
+        """Store what :meth:`_encode_json` (and :meth:`_packed_parts`) left to store (inside a
+        transaction)."""
+        for blob in blobs:
+            self._put_blob(blob[1], blob[0], blob[2] if len(blob) > 2 else None)
 
     def _put_opt(self, value: Any, blob_min: int = _BLOB_MIN) -> str | None:
         return None if value is None else self.put_json(value, blob_min)

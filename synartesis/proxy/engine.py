@@ -440,6 +440,11 @@ class Engine:
             return got[0]
         return outcome
 
+    def read_soon(self, read: dict) -> Callable[[], ReadOutcome]:
+        """Send one of our reads now (a write's pre-read) and return what waits for its
+        outcome, so the lane can prepare the write's record while the read is at the server."""
+        return self._start_read(read, _nothing)
+
     def _start_read(self, read: dict, on_answer: Callable[[], None]) -> Callable[[], ReadOutcome]:
         """Send ``read`` now; ``on_answer()`` once its answer (or failure) is in."""
         from synartesis.proxy.pipeline import ReadOutcome, start_read
@@ -1013,6 +1018,10 @@ class Engine:
                 log("error", "could not close the run", error=str(exc))
         if self._journal is not None:
             self._journal.close()
+
+
+def _nothing() -> None:
+    return None
 
 
 #: put on the lane when a write's post-read is answered: commit its outcome if the lane is idle

@@ -118,6 +118,7 @@ class CallHost(Protocol):
     def await_answer(self, ctx: CallContext) -> Any: ...
     def report_timeout(self, ctx: CallContext) -> None: ...
     def read(self, read: dict) -> ReadOutcome: ...
+    def read_soon(self, read: dict) -> "Callable[[], ReadOutcome]": ...
     def read_later(self, read: dict, then: "Callable[[], None] | None" = None) -> "Callable[[], ReadOutcome]": ...
     def release_kept(self, ctx: CallContext) -> None: ...
     def record_read(self, item: dict) -> None: ...
@@ -440,13 +441,22 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
     # is recorded, with the state it will replace, before it is sent)
     snapshot_out: ReadOutcome | None = None
     read: dict | None = None
+    prep = None
     if rule.snapshot is not None:
         try:
             read = resolve_call(rule.snapshot, {"args": args})
         except RefError as exc:
             read, snapshot_out = None, ReadOutcome("failed", reason=f"its pre-read could not be built from the arguments: {exc}")
         else:
-            snapshot_out = host.read(read)
+            answer = host.read_soon(read)
+            # while the read is at the server (the lane is idle then; no write lock is taken):
+            # what the row needs that the answer cannot change, and the earlier write's outcome
+            # encoded, so it commits while this call is at the server with only its SQL left
+            if action is None:
+                prep = j.prepare_action(run_id, server, tool, rule.cls, rule_name, args,
+                                        verify={k: v for k, v in read.items() if k != "refuse_when"})
+            j.prepare_deferred()
+            snapshot_out = answer()
         if snapshot_out.kind == "failed":
             reason = snapshot_out.reason
             note = f"write blocked: {reason}"
@@ -468,7 +478,9 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             if action is None:
                 return
             approved = True
-        if action is None:
+        if action is None and prep is not None:
+            action = j.record_prepared(prep, prior=prior, snapshot=snapshot_out.payload, carry=False)
+        elif action is None:
             action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, prior=prior,
                                      snapshot=snapshot_out.payload, verify=verify, carry=False)
         else:
