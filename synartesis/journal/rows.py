@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from json.encoder import encode_basestring
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
@@ -63,11 +63,21 @@ def new_ids(n: int) -> list[str]:
     return out
 
 
+_SECOND: tuple[int, str] = (-1, "")  # the last second formatted (a write takes the time four times)
+
+
 def now_iso(offset_s: float = 0.0) -> str:
     """UTC now (plus ``offset_s`` seconds) as ISO-8601 with milliseconds, e.g.
-    ``2026-12-01T07:55:00.123Z`` (sorts as text in time order)."""
-    t = datetime.now(timezone.utc) + timedelta(seconds=offset_s)
-    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    ``2026-12-01T07:55:00.123Z`` (sorts as text in time order). The date and time of day are
+    formatted once a second: ``datetime``'s way cost 6 µs a call, a write's record four calls."""
+    global _SECOND
+    t = time.time() + offset_s
+    sec = int(t // 1)
+    ms = int((t - sec) * 1000)
+    known = _SECOND
+    if known[0] != sec:
+        known = _SECOND = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{known[1]}.{min(ms, 999):03d}Z"
 
 
 # how an action's note begins when its inverse needs the state before the call and none existed
