@@ -475,16 +475,27 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
     next step's claim, or the attempt's end — not in one of its own: one commit per step. An
     undo killed in between leaves that action ``rolling_back`` (its inverse was sent), and
     the next undo re-reads it: found reverted, or a halt where no read can tell. A halt is
-    written at once. ``stop`` set: no further step is taken (a halt that is not written: the
+    written at once. When ``one`` is a :class:`_Walk`'s, it is told the next action (its
+    claim may be committed while this step's re-read is in flight, :meth:`_Walk.preclaim`)
+    and a halt or stop releases a claim taken that way. ``stop`` set: no further step is taken (a halt that is not written: the
     actions not reached are as they were)."""
-    for a in actions:
+    walk = getattr(one, "__self__", None)
+    if not isinstance(walk, _Walk):
+        walk = None
+    for i, a in enumerate(actions):
         if stop is not None and stop.is_set():
+            if walk is not None:
+                walk.release()
             step = Step(a.seq, a.id, a.qualified, "halt", _STOPPED)
             step.run, step.gseq = a.run_id, a.gseq
             report.steps.append(step)
             report.halted = step
             break
+        if walk is not None:
+            walk.next = actions[i + 1] if i + 1 < len(actions) else None
         step = one(a)
+        if walk is not None and walk.preclaimed is not None and walk.preclaimed.id == a.id:
+            walk.release()  # claimed ahead, yet its step ended before using the claim
         step.run, step.gseq = a.run_id, a.gseq
         report.steps.append(step)
         settle = deferred.pop(a.id, None) if deferred is not None else None
@@ -497,6 +508,8 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
         elif settle is not None:
             j.set_action_status(a.id, settle["status"], note=settle["note"], reverted=settle["reverted"])
         if step.kind == "halt":
+            if walk is not None:
+                walk.release()
             report.halted = step
             break
 
@@ -626,6 +639,8 @@ class _Walk:
         # is the next step's drift read when that step reads the same resource the same way.
         self.last_read: tuple[str, ReadOutcome] | None = None
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
+        self.next: ActionRow | None = None  # the action take_steps reaches after this one
+        self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
 
     def _stored(self, a: ActionRow, read: dict | None) -> bool:
         """Is ``read`` the action's stored read as loaded (not a replanned one)?"""
@@ -715,6 +730,31 @@ class _Walk:
         return self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
                                     timeout=self.opts.call_timeout, meta=meta)
 
+    def preclaim(self, a: ActionRow, read: dict) -> None:
+        """Claim the next action (``rolling_back``) now, while ``a``'s verifying re-read
+        ``read`` is at the server, when that re-read will be the next step's drift read (the
+        same read, :meth:`begin_read`): its commit, with ``a``'s predecessor's deferred record,
+        then overlaps the server's work instead of waiting between two calls (issue 11 item
+        5). A claim says nothing was sent yet as it does when taken during a drift read: an
+        undo killed before the next step leaves it ``rolling_back`` with its resource as the
+        run left it, and the next undo's drift read finds it so and sends its inverse. A halt
+        or a stop before the next step uses it gives it back (:meth:`release`)."""
+        b = self.next
+        if (b is None or self.preview or self.opts.replan or self.stopped() or b.status != "applied"
+                or self.status_step(b) is not None or not b.inverse_ref or b.post_ref is None):
+            return
+        verify = self.load(b.verify_ref)
+        if verify is None or self.read_key(b, verify) != self.read_key(a, read):
+            return
+        if self.j.set_action_status(b.id, "rolling_back", expect=("applied",)):
+            self.preclaimed = b
+
+    def release(self) -> None:
+        """Give a claim :meth:`preclaim` took back (nothing of that action was sent)."""
+        b, self.preclaimed = self.preclaimed, None
+        if b is not None:
+            self.j.set_action_status(b.id, b.status, expect=("rolling_back",))
+
     def settled_by_read(self, a: ActionRow) -> bool:
         """Is ``a``'s outcome unknown, with a pre-read that can settle it (:meth:`one`)? A
         ``pending`` call of a run whose proxy is gone counts (a dry run does not close it)."""
@@ -803,7 +843,9 @@ class _Walk:
                 check, obs, simulated_by = "simulated", planned[1], planned[2]
             else:
                 waiting = self.begin_read(a, verify)
-                if not preview and a.status != "rolling_back" and not unknown:
+                if self.preclaimed is not None and self.preclaimed.id == a.id:
+                    self.preclaimed, claimed = None, True  # claimed during the step before (preclaim)
+                elif not preview and a.status != "rolling_back" and not unknown:
                     # Claimed while the drift read is in flight: the commit overlaps the server's
                     # work. A claim that then finds drift (or the state already back) is settled
                     # from rolling_back as it would have been from applied; killed in between,
@@ -902,7 +944,10 @@ class _Walk:
 
         outcome, ok, after = "sent (unverified)", False, None
         if verify is not None:
-            after = (self.read(a, verify)).observation()
+            waiting = self.begin_read(a, verify)
+            if before is not None:
+                self.preclaim(a, verify)
+            after = waiting().observation()
             if before is not None:
                 if after is not None and _same(after, before):
                     outcome, ok = "restored (verified)", True
