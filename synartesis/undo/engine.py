@@ -245,7 +245,25 @@ def _order(a: ActionRow) -> tuple[int, int]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return canonical(a) == canonical(b)
+    """Are ``a`` and ``b`` the same value (equal canonical texts)? Compared value by value
+    first, which is what a step's two checks (drift, restored) nearly always find; only when
+    that says no are the canonical texts compared (canonical says NaN is NaN)."""
+    return _equal(a, b) or canonical(a) == canonical(b)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` where that implies equal canonical texts: types compared too (``1``, ``1.0``
+    and ``True`` are three texts), floats by their text (``0.0`` is not ``-0.0``)."""
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        return len(a) == len(b) and all(k in b and _equal(v, b[k]) for k, v in a.items())
+    if t is list:
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if t is float:
+        return repr(a) == repr(b)
+    return a == b
 
 
 def prior_state(a: ActionRow, snapshot: Any) -> dict | None:
