@@ -766,6 +766,8 @@ class _Walk:
             return
         if self.j.set_action_status(b.id, "rolling_back", expect=("applied",)):
             self.preclaimed = b
+            for ref in (b.inverse_ref, b.post_ref, b.snapshot_ref if b.prior == "captured" else None):
+                self.load(ref)  # its step loads them next: read now, while the server works
 
     def release(self) -> None:
         """Give a claim :meth:`preclaim` took back (nothing of that action was sent)."""
