@@ -512,8 +512,8 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
         if walk is not None:
             walk.next = actions[i + 1] if i + 1 < len(actions) else None
         step = one(a)
-        if walk is not None and walk.preclaimed is not None and walk.preclaimed.id == a.id:
-            walk.release()  # claimed ahead, yet its step ended before using the claim
+        if walk is not None and walk.holds(a.id):
+            walk.release()  # claimed or read ahead, yet its step ended before using it
         step.run, step.gseq = a.run_id, a.gseq
         report.steps.append(step)
         settle = deferred.pop(a.id, None) if deferred is not None else None
@@ -659,6 +659,7 @@ class _Walk:
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
+        self.ahead: tuple[str, Callable[[], ReadOutcome]] | None = None  # (action, its drift read) sent by preclaim
 
     def _stored(self, a: ActionRow, read: dict | None) -> bool:
         """Is ``read`` the action's stored read as loaded (not a replanned one)?"""
@@ -749,29 +750,43 @@ class _Walk:
                                     timeout=self.opts.call_timeout, meta=meta)
 
     def preclaim(self, a: ActionRow, read: dict) -> None:
-        """Claim the next action (``rolling_back``) now, while ``a``'s verifying re-read
-        ``read`` is at the server, when that re-read will be the next step's drift read (the
-        same read, :meth:`begin_read`): its commit, with ``a``'s predecessor's deferred record,
-        then overlaps the server's work instead of waiting between two calls (issue 11 item
-        5). A claim says nothing was sent yet as it does when taken during a drift read: an
-        undo killed before the next step leaves it ``rolling_back`` with its resource as the
-        run left it, and the next undo's drift read finds it so and sends its inverse. A halt
-        or a stop before the next step uses it gives it back (:meth:`release`)."""
+        """Start the next action's step now, while ``a``'s verifying re-read ``read`` is at the
+        server (``a``'s inverse was answered): claim it (``rolling_back``) and, when that
+        re-read is not also its drift read (:meth:`begin_read`), send its drift read too. Its
+        claim's commit (with ``a``'s predecessor's deferred record) and its read then overlap
+        the server's work instead of waiting between two calls (issue 11 item 5). The drift
+        read still comes after every inverse sent before it, and nothing is sent before the
+        step uses it, so it reads what the step would have read. A claim says nothing was sent
+        yet, as one taken during a drift read does: an undo killed before the next step leaves
+        it ``rolling_back`` with its resource as the run left it, and the next undo's drift read
+        finds it so and sends its inverse. A halt or a stop before the next step uses them gives
+        the claim back and waits for the read (:meth:`release`)."""
         b = self.next
         if (b is None or self.preview or self.opts.replan or self.stopped() or b.status != "applied"
                 or self.status_step(b) is not None or not b.inverse_ref or b.post_ref is None):
             return
         verify = self.load(b.verify_ref)
-        if verify is None or self.read_key(b, verify) != self.read_key(a, read):
+        if verify is None:
             return
+        if self.read_key(b, verify) != self.read_key(a, read):
+            self.ahead = (b.id, self.begin_read(b, verify))
         if self.j.set_action_status(b.id, "rolling_back", expect=("applied",)):
             self.preclaimed = b
             for ref in (b.inverse_ref, b.post_ref, b.snapshot_ref if b.prior == "captured" else None):
                 self.load(ref)  # its step loads them next: read now, while the server works
 
+    def holds(self, action_id: str) -> bool:
+        """Does :meth:`preclaim` still hold a claim or a read of this action's step?"""
+        return ((self.preclaimed is not None and self.preclaimed.id == action_id)
+                or (self.ahead is not None and self.ahead[0] == action_id))
+
     def release(self) -> None:
-        """Give a claim :meth:`preclaim` took back (nothing of that action was sent)."""
+        """Give a claim :meth:`preclaim` took back (nothing of that action was sent), and wait
+        for a drift read it sent (its answer is not left behind for a later request)."""
         b, self.preclaimed = self.preclaimed, None
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            ahead[1]()
         if b is not None:
             self.j.set_action_status(b.id, b.status, expect=("rolling_back",))
 
@@ -862,7 +877,10 @@ class _Walk:
             if planned is not None:  # a newer planned step with the same read leaves a known state
                 check, obs, simulated_by = "simulated", planned[1], planned[2]
             else:
-                waiting = self.begin_read(a, verify)
+                if self.ahead is not None and self.ahead[0] == a.id:
+                    waiting, self.ahead = self.ahead[1], None  # sent during the step before (preclaim)
+                else:
+                    waiting = self.begin_read(a, verify)
                 if self.preclaimed is not None and self.preclaimed.id == a.id:
                     self.preclaimed, claimed = None, True  # claimed during the step before (preclaim)
                 elif not preview and a.status != "rolling_back" and not unknown:

@@ -104,3 +104,64 @@ def test_an_undo_killed_after_claiming_ahead_leaves_the_next_undo_to_read_and_fi
     assert path.read_text() == "v0"
     assert _statuses(journal) == {1: "rolled_back", 2: "rolled_back", 3: "rolled_back"}
     assert own_descendants() == []
+
+
+def _two_files(tmp_path, fs_server):
+    root, flags = files_run(tmp_path, fs_server, {"a.txt": "a0", "b.txt": "b0"}, [
+        ("write_file", {"path": "{root}/a.txt", "content": "a1"}),
+        ("write_file", {"path": "{root}/b.txt", "content": "b1"})], policy=FS_POLICY)
+    return root, tmp_path / "j.db"
+
+
+def test_an_edit_made_after_an_inverse_is_seen_by_the_next_steps_drift_read_sent_ahead(tmp_path, fs_server, monkeypatch):
+    # seq 1's drift read (a.txt) goes out while seq 2's re-read (b.txt) is at the server: still
+    # after seq 2's inverse was answered, so it shows what happened before it
+    root, journal = _two_files(tmp_path, fs_server)
+    real_call = SpawnedServers.call
+
+    def call(self, *a, **kw):
+        result = real_call(self, *a, **kw)
+        (root / "a.txt").write_text("someone else")
+        return result
+
+    from synartesis.undo import engine
+    real_preclaim, ahead = engine._Walk.preclaim, []
+
+    def preclaim(self, a, read):
+        real_preclaim(self, a, read)
+        ahead.append(self.ahead is not None and self.preclaimed is not None)
+
+    monkeypatch.setattr(SpawnedServers, "call", call)
+    monkeypatch.setattr(engine._Walk, "preclaim", preclaim)
+    with Journal.open(journal) as j:
+        report = undo_run(j, UndoOptions(by="tester"))
+    assert ahead == [True]  # read and claimed during seq 2's re-read
+    assert [(s.seq, s.kind) for s in report.steps] == [(2, "revert"), (1, "halt")], report.as_json()
+    assert report.halted.reason == "drift detected" and report.halted.actual == {"present": True, "value": {"content": "someone else"}}
+    assert _statuses(journal) == {1: "unrecoverable", 2: "rolled_back"}
+    assert (root / "b.txt").read_text() == "b0" and (root / "a.txt").read_text() == "someone else"
+    assert own_descendants() == []
+
+
+def test_a_halt_after_a_drift_read_was_sent_ahead_gives_the_claim_back_and_leaves_no_answer_behind(tmp_path, fs_server, monkeypatch):
+    root, journal = _two_files(tmp_path, fs_server)
+    real_call = SpawnedServers.call
+
+    def call(self, *a, **kw):  # seq 2's own file edited right after its inverse: its re-read halts
+        result = real_call(self, *a, **kw)
+        (root / "b.txt").write_text("someone else")
+        return result
+
+    monkeypatch.setattr(SpawnedServers, "call", call)
+    with Journal.open(journal) as j:
+        report = undo_run(j, UndoOptions(by="tester"))
+    assert [(s.seq, s.kind) for s in report.steps] == [(2, "halt")], report.as_json()
+    assert _statuses(journal) == {1: "applied", 2: "unrecoverable"}
+    assert (root / "a.txt").read_text() == "a1"
+    monkeypatch.undo()
+    (root / "b.txt").write_text("b0")  # the person puts it back by hand; the next undo goes on
+    with Journal.open(journal) as j:
+        again = undo_run(j, UndoOptions(by="tester", replan=True))
+    assert again.halted is None, again.as_json()
+    assert (root / "a.txt").read_text() == "a0" and (root / "b.txt").read_text() == "b0"
+    assert own_descendants() == []
