@@ -493,10 +493,10 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
     next step's claim, or the attempt's end — not in one of its own: one commit per step. An
     undo killed in between leaves that action ``rolling_back`` (its inverse was sent), and
     the next undo re-reads it: found reverted, or a halt where no read can tell. A halt is
-    written at once. When ``one`` is a :class:`_Walk`'s, it is told the next action (its
-    claim may be committed while this step's re-read is in flight, :meth:`_Walk.preclaim`)
-    and a halt or stop releases a claim taken that way. ``stop`` set: no further step is taken (a halt that is not written: the
-    actions not reached are as they were)."""
+    written at once. When ``one`` is a :class:`_Walk`'s, it is told the next action (claimed,
+    and its drift read sent, while this step's re-read is in flight: :meth:`_Walk.preclaim`),
+    and a halt or stop releases what was taken that way. ``stop`` set: no further step is
+    taken (a halt that is not written: the actions not reached are as they were)."""
     walk = getattr(one, "__self__", None)
     if not isinstance(walk, _Walk):
         walk = None
