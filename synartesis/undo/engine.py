@@ -245,7 +245,25 @@ def _order(a: ActionRow) -> tuple[int, int]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return canonical(a) == canonical(b)
+    """Are ``a`` and ``b`` the same value (equal canonical texts)? Compared value by value
+    first, which is what a step's two checks (drift, restored) nearly always find; only when
+    that says no are the canonical texts compared (canonical says NaN is NaN)."""
+    return _equal(a, b) or canonical(a) == canonical(b)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` where that implies equal canonical texts: types compared too (``1``, ``1.0``
+    and ``True`` are three texts), floats by their text (``0.0`` is not ``-0.0``)."""
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is dict:
+        return len(a) == len(b) and all(k in b and _equal(v, b[k]) for k, v in a.items())
+    if t is list:
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if t is float:
+        return repr(a) == repr(b)
+    return a == b
 
 
 def prior_state(a: ActionRow, snapshot: Any) -> dict | None:
@@ -475,16 +493,27 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
     next step's claim, or the attempt's end — not in one of its own: one commit per step. An
     undo killed in between leaves that action ``rolling_back`` (its inverse was sent), and
     the next undo re-reads it: found reverted, or a halt where no read can tell. A halt is
-    written at once. ``stop`` set: no further step is taken (a halt that is not written: the
-    actions not reached are as they were)."""
-    for a in actions:
+    written at once. When ``one`` is a :class:`_Walk`'s, it is told the next action (claimed,
+    and its drift read sent, while this step's re-read is in flight: :meth:`_Walk.preclaim`),
+    and a halt or stop releases what was taken that way. ``stop`` set: no further step is
+    taken (a halt that is not written: the actions not reached are as they were)."""
+    walk = getattr(one, "__self__", None)
+    if not isinstance(walk, _Walk):
+        walk = None
+    for i, a in enumerate(actions):
         if stop is not None and stop.is_set():
+            if walk is not None:
+                walk.release()
             step = Step(a.seq, a.id, a.qualified, "halt", _STOPPED)
             step.run, step.gseq = a.run_id, a.gseq
             report.steps.append(step)
             report.halted = step
             break
+        if walk is not None:
+            walk.next = actions[i + 1] if i + 1 < len(actions) else None
         step = one(a)
+        if walk is not None and walk.holds(a.id):
+            walk.release()  # claimed or read ahead, yet its step ended before using it
         step.run, step.gseq = a.run_id, a.gseq
         report.steps.append(step)
         settle = deferred.pop(a.id, None) if deferred is not None else None
@@ -497,6 +526,8 @@ def take_steps(j: Journal, attempt: Attempt | None, actions: list[ActionRow],
         elif settle is not None:
             j.set_action_status(a.id, settle["status"], note=settle["note"], reverted=settle["reverted"])
         if step.kind == "halt":
+            if walk is not None:
+                walk.release()
             report.halted = step
             break
 
@@ -626,6 +657,9 @@ class _Walk:
         # is the next step's drift read when that step reads the same resource the same way.
         self.last_read: tuple[str, ReadOutcome] | None = None
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
+        self.next: ActionRow | None = None  # the action take_steps reaches after this one
+        self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
+        self.ahead: tuple[str, Callable[[], ReadOutcome]] | None = None  # (action, its drift read) sent by preclaim
 
     def _stored(self, a: ActionRow, read: dict | None) -> bool:
         """Is ``read`` the action's stored read as loaded (not a replanned one)?"""
@@ -715,6 +749,47 @@ class _Walk:
         return self.pool.call(a.run_id, call["server"], call["tool"], call["args"],
                                     timeout=self.opts.call_timeout, meta=meta)
 
+    def preclaim(self, a: ActionRow, read: dict) -> None:
+        """Start the next action's step now, while ``a``'s verifying re-read ``read`` is at the
+        server (``a``'s inverse was answered): claim it (``rolling_back``) and, when that
+        re-read is not also its drift read (:meth:`begin_read`), send its drift read too. Its
+        claim's commit (with ``a``'s predecessor's deferred record) and its read then overlap
+        the server's work instead of waiting between two calls (issue 11 item 5). The drift
+        read still comes after every inverse sent before it, and nothing is sent before the
+        step uses it, so it reads what the step would have read. A claim says nothing was sent
+        yet, as one taken during a drift read does: an undo killed before the next step leaves
+        it ``rolling_back`` with its resource as the run left it, and the next undo's drift read
+        finds it so and sends its inverse. A halt or a stop before the next step uses them gives
+        the claim back and waits for the read (:meth:`release`)."""
+        b = self.next
+        if (b is None or self.preview or self.opts.replan or self.stopped() or b.status != "applied"
+                or self.status_step(b) is not None or not b.inverse_ref or b.post_ref is None):
+            return
+        verify = self.load(b.verify_ref)
+        if verify is None:
+            return
+        if self.read_key(b, verify) != self.read_key(a, read):
+            self.ahead = (b.id, self.begin_read(b, verify))
+        if self.j.set_action_status(b.id, "rolling_back", expect=("applied",)):
+            self.preclaimed = b
+            for ref in (b.inverse_ref, b.post_ref, b.snapshot_ref if b.prior == "captured" else None):
+                self.load(ref)  # its step loads them next: read now, while the server works
+
+    def holds(self, action_id: str) -> bool:
+        """Does :meth:`preclaim` still hold a claim or a read of this action's step?"""
+        return ((self.preclaimed is not None and self.preclaimed.id == action_id)
+                or (self.ahead is not None and self.ahead[0] == action_id))
+
+    def release(self) -> None:
+        """Give a claim :meth:`preclaim` took back (nothing of that action was sent), and wait
+        for a drift read it sent (its answer is not left behind for a later request)."""
+        b, self.preclaimed = self.preclaimed, None
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            ahead[1]()
+        if b is not None:
+            self.j.set_action_status(b.id, b.status, expect=("rolling_back",))
+
     def settled_by_read(self, a: ActionRow) -> bool:
         """Is ``a``'s outcome unknown, with a pre-read that can settle it (:meth:`one`)? A
         ``pending`` call of a run whose proxy is gone counts (a dry run does not close it)."""
@@ -802,8 +877,13 @@ class _Walk:
             if planned is not None:  # a newer planned step with the same read leaves a known state
                 check, obs, simulated_by = "simulated", planned[1], planned[2]
             else:
-                waiting = self.begin_read(a, verify)
-                if not preview and a.status != "rolling_back" and not unknown:
+                if self.ahead is not None and self.ahead[0] == a.id:
+                    waiting, self.ahead = self.ahead[1], None  # sent during the step before (preclaim)
+                else:
+                    waiting = self.begin_read(a, verify)
+                if self.preclaimed is not None and self.preclaimed.id == a.id:
+                    self.preclaimed, claimed = None, True  # claimed during the step before (preclaim)
+                elif not preview and a.status != "rolling_back" and not unknown:
                     # Claimed while the drift read is in flight: the commit overlaps the server's
                     # work. A claim that then finds drift (or the state already back) is settled
                     # from rolling_back as it would have been from applied; killed in between,
@@ -902,7 +982,10 @@ class _Walk:
 
         outcome, ok, after = "sent (unverified)", False, None
         if verify is not None:
-            after = (self.read(a, verify)).observation()
+            waiting = self.begin_read(a, verify)
+            if before is not None:
+                self.preclaim(a, verify)
+            after = waiting().observation()
             if before is not None:
                 if after is not None and _same(after, before):
                     outcome, ok = "restored (verified)", True
