@@ -243,6 +243,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                     again = f"`synartesis undo {shown(tid)}` again"
                 out.print(f"\n  Nothing {'after this was re-sent' if redo else 'older than this was touched'}: the server "
                           f"was not started, for the reason above. Do what it says, then run {again}.")
+            elif h.reason.startswith("outcome unknown"):
+                # no "way the run left it" is known here: offer what can be done (adversarial review 10)
+                _unknown_ways(out, report, h, shown(tid), redo)
             elif redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
                 out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
@@ -287,6 +290,40 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         checked = f" ({later} of them if no drift is found when the real {report.kind} reads it)" if later else ""
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'}{checked} · nothing was sent")
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+def _unknown_ways(out: _Report, report: UndoReport, h, tid: str, redo: bool) -> None:
+    """The ways on from a halt on an outcome nobody recorded: what a person can do, since the
+    state the call left is exactly what is not known (no "put it back the way the run left it")."""
+    if redo:
+        out.print("\n  Nothing after this was re-sent. Redo never sends this call again (whether the earlier "
+                  "redo applied it is unknown). Two ways on:")
+        out.print("    1. leave it as it is;")
+        out.print(f"    2. check the resource by hand; `synartesis undo {tid} --force` then steps over this action "
+                  "(leaving whatever it did) and undoes what was redone before it.")
+        return
+    lead = " (the newer actions stay undone);" if report.changed else " (nothing was sent);" if not report.sent else ";"
+    if "before the call:" in (h.detail or "") and "before the call:  not captured" not in (h.detail or ""):
+        # a read settles it: found as it was before the call, there is nothing left to undo there
+        out.print("\n  Nothing older than this was touched. Three ways on:")
+        out.print("    1. leave it as it is" + lead)
+        out.print("    2. put the resource back as it was before the call (shown above), then run "
+                  f"`synartesis undo {tid}` again: it then finds nothing to undo here and undoes the older actions;")
+        out.print(f"    3. `synartesis undo {tid} --force` to see the plan, then `--force --yes` to step over this action "
+                  "(leaving whatever it did) and undo the older ones.")
+        return
+    if "a read to settle it failed" in (h.detail or ""):
+        out.print("\n  Nothing older than this was touched. Three ways on:")
+        out.print("    1. leave it as it is" + lead)
+        out.print(f"    2. once the read can work (its error is above), run `synartesis undo {tid}` again: the read may "
+                  "settle it;")
+        out.print(f"    3. check the resource by hand, then `synartesis undo {tid} --force` to see the plan and "
+                  "`--force --yes` to step over this action (leaving whatever it did) and undo the older ones.")
+        return
+    out.print("\n  Nothing older than this was touched. No read can settle this outcome. Two ways on:")
+    out.print("    1. leave it as it is" + lead)
+    out.print(f"    2. check the resource by hand, then `synartesis undo {tid} --force` to see the plan and "
+              "`--force --yes` to step over this action (leaving whatever it did) and undo the older ones.")
 
 
 def _waiting(out: _Report, report: UndoReport) -> None:

@@ -101,6 +101,8 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
                         kind="redo", target=target.kind, target_name=target.name, picked=target.picked)
     left = [s for s in last.get("steps", []) if s.get("kind") == "permanent"]
     after = {s["action"]: s.get("after") for s in last.get("steps", []) if s.get("kind") == "revert"}
+    settled = {s["action"] for s in last.get("steps", [])  # unknown outcomes the undo found applied by a read
+               if s.get("kind") == "revert" and str(s.get("reason", "")).startswith("outcome unknown")}
     runs = {r.id: r for r in target.runs}
     pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env, opts.stop)
     needed = {(a.run_id, a.server) for a in actions}
@@ -112,6 +114,7 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             raise ConflictError(f"another undo or redo of {target.name} is running; wait for it to finish")
         report.undo_id = attempt.id
     walk = _Redo(j, pool, opts, preview, report, after, attempt.id if attempt else "dry", runs)
+    walk.settled = settled
     try:
         pool.start(needed)
         report.warnings.extend(pool.warnings)
@@ -153,6 +156,7 @@ class _Redo:
                  after: dict[str, Any], attempt: str, runs: dict[str, RunRow]) -> None:
         self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
         self.attempt, self.runs = attempt, runs
+        self.settled: set[str] = set()  # actions whose unknown outcome the undo settled by a read
         self.failed = ""  # why the last read failed
         # planned redos, in the order the real redo sends them (oldest first): the state each
         # leaves its read (the post-state the first call left) and what each touches
@@ -288,7 +292,13 @@ class _Redo:
         new_post = self.read(a, new_verify) if new_verify is not None else None
         if new_post is None:
             outcome = "sent (unverified)"
-        elif post is not None and canonical(new_post) == canonical(post):
+        elif post is None:
+            # nothing to compare with: say what is known (adversarial review 10: a settled unknown
+            # outcome has no read of what the first call left; undo inferred it from post_state)
+            outcome = ("re-applied (read back; the first call's outcome was unknown until an undo settled it by a "
+                       "read, so no read of what it left is on record to compare with)" if a.id in self.settled else
+                       "re-applied (read back; no read of what the first call left is on record to compare with)")
+        elif canonical(new_post) == canonical(post):
             outcome = "re-applied (verified)"
         else:
             outcome = "re-applied (the resource differs from what the first call left)"
