@@ -216,6 +216,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         out.print("\n  left alone")
         for s in aside:
             out.print(f"  {_where(report, s)}  [dim]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}")
+            if s.kind == "left" and s.detail:  # what an undo's overwrite removed of it, and whether redo restored it
+                for line in s.detail.splitlines():
+                    out.print(f"         [yellow]{shown(line.strip())}[/]")
     if report.halted:
         h = report.halted
         out.print(f"\n  [bold red]halted at sequence {h.seq}[/]" + (f" of run {h.run[:8]}" if report.target == "session" and h.run else "")
