@@ -17,7 +17,7 @@ from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
 from synartesis.services.context import default_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
-from synartesis.undo.words import unverified_lines, unverified_why
+from synartesis.undo.words import nothing_result, nothing_why, unverified_lines, unverified_why
 
 _KIND_STYLE = {"revert": "green", "already-reverted": "green", "redo": "green", "already-redone": "green",
                "skip": "dim", "permanent": "yellow", "kept": "dim", "left": "dim", "halt": "bold red",
@@ -183,9 +183,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     for line in report.skipped:
         out.print(f"  [dim]{shown(line)}[/]")
     if report.status == "nothing":
-        out.print(f"\n  {shown(report.message or 'nothing to do')}")
+        out.print(f"\n  {shown(nothing_why(report))}")
         _waiting(out, report)
-        out.print("\n  [bold]R E S U L T[/]  nothing " + ("redone" if redo else "undone") + " (nothing was sent)\n")
+        out.print(f"\n  [bold]R E S U L T[/]  {nothing_result(report)}\n")
         return
     title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else _TITLES.get(report.kind, "U N D O"))
     out.print(f"\n  [bold]{title}[/]  {shown(report.target_name or report.run)}")
