@@ -797,7 +797,29 @@ class Engine:
                 self.send_to_client(line)
                 self._observe_tools(msg.parse() if isinstance(msg, LazyFrame) else msg)
                 return
+        elif msg.__class__ is list or getattr(msg, "is_batch", False):
+            self._server_batch(msg)
         self.send_to_client(line)
+
+    def _server_batch(self, msg: Any) -> None:
+        """A JSON-RPC batch from the server (MCP has had none since 2025-06-18; an older server
+        may still send one), which the caller passes on as it is: an answer in it to a call in
+        flight settles that call with that answer, so its row holds what the server said (it was
+        recorded at EOF as "the server exited before answering": new user round 9). Nothing of
+        it is sent here: the client gets the batch, so a write's answer is not kept back."""
+        items = msg.parse() if msg.__class__ is LazyFrame else msg
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict) or "method" in item or "id" not in item:
+                continue
+            key = id_key(item["id"])
+            ctx = self._inflight.pop(key, None)
+            if ctx is not None:
+                self._settle(ctx, item, None)
+                continue
+            self._expired.discard(key)
+            self._requests.pop(key, None)
+            self._init_ids.discard(key)
+            self._list_ids.discard(key)
 
     def _answer_or_keep(self, ctx: CallContext, line: Any, msg: Any) -> None:
         """Forward the server's answer to a call, or keep it back for the pipeline: in saga mode
