@@ -6,24 +6,12 @@ Real memory server (an approved ``add_observations`` on an entity ``create_entit
 from __future__ import annotations
 
 import json
-import os
 
-from helpers import RawSession, cli, proxy_argv
-from test_undo_names_what_it_leaves_in_place import POLICY
+from helpers import MEMORY_LEFT_CALLS, MEMORY_LEFT_POLICY, cli, memory_run
 
 
 def test_redo_says_the_overwrite_removed_what_a_left_in_place_call_did(tmp_path, memory_server):
-    manifest, journal, graph = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "memory.jsonl"
-    manifest.write_text(POLICY)
-    env = dict(os.environ, MEMORY_FILE_PATH=str(graph))
-    with RawSession(proxy_argv("memory", manifest, journal, memory_server), env=env) as s:
-        s.handshake()
-        assert not s.call(1, "create_entities", {"entities": [
-            {"name": "Alice", "entityType": "person", "observations": ["likes tea"]}]}).get("isError")
-        assert not s.call(2, "add_observations", {"observations": [
-            {"entityName": "Alice", "contents": ["plays chess"]}]}).get("isError")
-        s.close()
-    flags = ("--manifest", str(manifest), "--journal", str(journal))
+    graph, env, flags = memory_run(tmp_path, memory_server, MEMORY_LEFT_CALLS, MEMORY_LEFT_POLICY)
     forced = cli("undo", "--force", "--yes", *flags, env=env)
     assert forced.returncode == 1 and "R E S U L T  partial" in forced.stdout, forced.stdout + forced.stderr
     assert "plays chess" not in graph.read_text()  # the overwrite removed what seq 2 did
