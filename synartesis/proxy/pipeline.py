@@ -472,7 +472,8 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         verify = {k: v for k, v in read.items() if k != "refuse_when"} if read is not None else None
         if prior == "absent" and _uses_snapshot(rule) and not approved:
             # nothing to restore: held like an irreversible call (the waiting row is reused)
-            reason = f"{_absent_words(read, snapshot_out.reason)}, so there is nothing to restore and this call cannot be undone"
+            reason = (f"{_absent_words(read, snapshot_out.reason)}, so there is nothing to restore and this call "
+                      "cannot be undone")
             action = _pass_gate(host, ctx, server, tool, rule, args, run_id, reason)
             if action is None:
                 return
