@@ -17,6 +17,10 @@ Environment knobs:
   that ends like its answer but is not one (a ``method`` member in the middle; a later ``id``
   that parsers keep; a ``method`` key spelled with ``\\u`` escapes), then answered for real.
 - ``FAKE_DECOY_PAD=N``: the decoy's text is N bytes longer (over 1 MiB: a large frame).
+- ``FAKE_BATCH_ANSWERS=1``: every tools/call of the client's is answered inside a JSON-RPC batch
+  (a one-element array), as a pre-2025-06-18 server may; the proxy's own (``syn-`` ids) are not.
+- ``FAKE_SLOW_REQUEST=S``: every other request (``ping``: ``{}``; any other method: "Method not
+  found") is answered S seconds later from a timer, while later requests are served.
 """
 
 from __future__ import annotations
@@ -85,7 +89,9 @@ def main() -> None:
             body["isError"] = True
         elif not isinstance(value, str):
             body["structuredContent"] = value
-        send({"jsonrpc": "2.0", "id": mid, "result": body})
+        answer = {"jsonrpc": "2.0", "id": mid, "result": body}
+        batch = os.environ.get("FAKE_BATCH_ANSWERS") and not str(mid).startswith("syn-")  # the proxy's own reads: plain
+        send([answer] if batch else answer)
 
     for line in sys.stdin:
         if not line.strip():
@@ -148,7 +154,14 @@ def main() -> None:
             else:
                 send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": f"Tool {name} not found"}})
         elif mid is not None and method is not None:
-            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+            reply = ({"jsonrpc": "2.0", "id": mid, "result": {}} if method == "ping" else
+                     {"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+            if os.environ.get("FAKE_SLOW_REQUEST"):
+                slow = threading.Timer(float(os.environ["FAKE_SLOW_REQUEST"]), send, (reply,))
+                slow.daemon = True
+                slow.start()
+            else:
+                send(reply)
 
 
 if __name__ == "__main__":

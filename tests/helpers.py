@@ -465,6 +465,28 @@ def files_run(tmp_path: Path, fs_server: list[str], files: dict[str, str], calls
     return root, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
 
 
+# A memory run whose later call (approved, irreversible) changed what its create made: the
+# undo leaves it in place, and overwriting the create's entity removes it too (new user round 8).
+MEMORY_LEFT_POLICY = """version: 1
+servers:
+  memory: {}
+tools:
+  - match: "memory.read_graph"
+    class: readonly
+  - match: "memory.open_nodes"
+    class: readonly
+  - match: "memory.create_entities"
+    class: compensable
+    inverse: {tool: memory.delete_entities, args: {entityNames: "$result.entities[].name"}}
+    verify: {tool: memory.open_nodes, args: {names: "$result.entities[].name"}}
+  - match: "memory.add_observations"
+    class: irreversible
+    gate: never   # trusted here; the shipped policy holds it
+"""
+MEMORY_LEFT_CALLS = [("create_entities", {"entities": [{"name": "Alice", "entityType": "person", "observations": ["likes tea"]}]}),
+                     ("add_observations", {"observations": [{"entityName": "Alice", "contents": ["plays chess"]}]})]
+
+
 def memory_run(tmp_path: Path, memory_server: list[str], calls: list[tuple[str, dict]],
                policy: str | None = None) -> tuple[Path, dict[str, str], list[str]]:
     """One agent run against the real memory server, through the proxy under ``policy``

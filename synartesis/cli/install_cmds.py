@@ -405,9 +405,16 @@ def status(
     raise typer.Exit(report.exit_code)
 
 
-def _purge_what(path: Path) -> str:
-    """What a file ``uninstall --purge`` deletes is, for the line that lists it."""
+def _purge_what(path: Path, holds: dict[str, int] | None = None) -> str:
+    """What a file ``uninstall --purge`` deletes is, for the line that lists it; the journal's
+    with what it holds (``holds``: :attr:`UninstallPlan.journal_holds`)."""
     name = path.name
+    if name == "journal.db" and holds is not None:
+        def n(k: int, one: str, many: str) -> str:
+            return f"{k} {one if k == 1 else many}"
+        held = f", {n(holds['held'], 'held call', 'held calls')} waiting for approval" if holds["held"] else ""
+        return (f" (the journal: {n(holds['runs'], 'run', 'runs')}, {n(holds['actions'], 'action', 'actions')}{held}; "
+                "their undo history and held calls go with it)")
     if name == "installed.json":
         return " (the install record)"
     if name.startswith("policy-") and name.endswith(".json"):
@@ -469,7 +476,7 @@ def uninstall(
                            "entries": [{"name": e.name, "scope": e.scope, "project": e.project,
                                         "action": e.action, "reason": e.reason} for e in f.entries]}
                           for f in plan.files],
-                "purge": [str(p) for p in plan.purge_paths], "restart": plan.restart,
+                "purge": [str(p) for p in plan.purge_paths], "journalHolds": plan.journal_holds, "restart": plan.restart,
                 "warnings": plan.warnings}
 
     if not json_out:
@@ -484,7 +491,7 @@ def uninstall(
             for e in f.entries:
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:
-            out.print(f"  will delete {shown(p)}{_purge_what(p)}")
+            out.print(f"  will delete {shown(p)}{_purge_what(p, plan.journal_holds)}")
     problems = _problem_code(plan.files)
     if dry_run:
         if json_out:

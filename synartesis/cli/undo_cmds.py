@@ -17,7 +17,7 @@ from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
 from synartesis.services.context import default_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
-from synartesis.undo.words import unverified_lines, unverified_why
+from synartesis.undo.words import nothing_result, nothing_why, unverified_lines, unverified_why
 
 _KIND_STYLE = {"revert": "green", "already-reverted": "green", "redo": "green", "already-redone": "green",
                "skip": "dim", "permanent": "yellow", "kept": "dim", "left": "dim", "halt": "bold red",
@@ -183,9 +183,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
     for line in report.skipped:
         out.print(f"  [dim]{shown(line)}[/]")
     if report.status == "nothing":
-        out.print(f"\n  {shown(report.message or 'nothing to do')}")
+        out.print(f"\n  {shown(nothing_why(report))}")
         _waiting(out, report)
-        out.print("\n  [bold]R E S U L T[/]  nothing " + ("redone" if redo else "undone") + " (nothing was sent)\n")
+        out.print(f"\n  [bold]R E S U L T[/]  {nothing_result(report)}\n")
         return
     title = "F O R C E   P R E V I E W" if report.preview_force else ("D R Y   R U N" if report.dry_run else _TITLES.get(report.kind, "U N D O"))
     out.print(f"\n  [bold]{title}[/]  {shown(report.target_name or report.run)}")
@@ -216,6 +216,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         out.print("\n  left alone")
         for s in aside:
             out.print(f"  {_where(report, s)}  [dim]{s.kind:<16}[/] {shown(s.tool, line=True)}  {shown(s.reason)}")
+            if s.kind == "left" and s.detail:  # what an undo's overwrite removed of it, and whether redo restored it
+                for line in s.detail.splitlines():
+                    out.print(f"         [yellow]{shown(line.strip())}[/]")
     if report.halted:
         h = report.halted
         out.print(f"\n  [bold red]halted at sequence {h.seq}[/]" + (f" of run {h.run[:8]}" if report.target == "session" and h.run else "")
@@ -243,6 +246,9 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                     again = f"`synartesis undo {shown(tid)}` again"
                 out.print(f"\n  Nothing {'after this was re-sent' if redo else 'older than this was touched'}: the server "
                           f"was not started, for the reason above. Do what it says, then run {again}.")
+            elif h.reason.startswith("outcome unknown"):
+                # no "way the run left it" is known here: offer what can be done (adversarial review 10)
+                _unknown_ways(out, report, h, shown(tid), redo)
             elif redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
                 out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
@@ -287,6 +293,40 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         checked = f" ({later} of them if no drift is found when the real {report.kind} reads it)" if later else ""
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'}{checked} · nothing was sent")
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+def _unknown_ways(out: _Report, report: UndoReport, h, tid: str, redo: bool) -> None:
+    """The ways on from a halt on an outcome nobody recorded: what a person can do, since the
+    state the call left is exactly what is not known (no "put it back the way the run left it")."""
+    if redo:
+        out.print("\n  Nothing after this was re-sent. Redo never sends this call again (whether the earlier "
+                  "redo applied it is unknown). Two ways on:")
+        out.print("    1. leave it as it is;")
+        out.print(f"    2. check the resource by hand; `synartesis undo {tid} --force` then steps over this action "
+                  "(leaving whatever it did) and undoes what was redone before it.")
+        return
+    lead = " (the newer actions stay undone);" if report.changed else " (nothing was sent);" if not report.sent else ";"
+    if "before the call:" in (h.detail or "") and "before the call:  not captured" not in (h.detail or ""):
+        # a read settles it: found as it was before the call, there is nothing left to undo there
+        out.print("\n  Nothing older than this was touched. Three ways on:")
+        out.print("    1. leave it as it is" + lead)
+        out.print("    2. put the resource back as it was before the call (shown above), then run "
+                  f"`synartesis undo {tid}` again: it then finds nothing to undo here and undoes the older actions;")
+        out.print(f"    3. `synartesis undo {tid} --force` to see the plan, then `--force --yes` to step over this action "
+                  "(leaving whatever it did) and undo the older ones.")
+        return
+    if "a read to settle it failed" in (h.detail or ""):
+        out.print("\n  Nothing older than this was touched. Three ways on:")
+        out.print("    1. leave it as it is" + lead)
+        out.print(f"    2. once the read can work (its error is above), run `synartesis undo {tid}` again: the read may "
+                  "settle it;")
+        out.print(f"    3. check the resource by hand, then `synartesis undo {tid} --force` to see the plan and "
+                  "`--force --yes` to step over this action (leaving whatever it did) and undo the older ones.")
+        return
+    out.print("\n  Nothing older than this was touched. No read can settle this outcome. Two ways on:")
+    out.print("    1. leave it as it is" + lead)
+    out.print(f"    2. check the resource by hand, then `synartesis undo {tid} --force` to see the plan and "
+              "`--force --yes` to step over this action (leaving whatever it did) and undo the older ones.")
 
 
 def _waiting(out: _Report, report: UndoReport) -> None:

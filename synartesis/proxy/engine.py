@@ -67,6 +67,7 @@ INSTRUCTIONS = (
     "Do not work around a held call by using a different tool to achieve the same thing."
 )
 MODERN_KEY = "io.modelcontextprotocol/protocolVersion"
+CANCELLED = "cancelled "  # prefixes a pending request's method once the client cancelled it
 DEFAULT_CALL_TIMEOUT = 600.0
 
 
@@ -141,6 +142,10 @@ class Engine:
         self._inflight: dict[str, CallContext] = {}
         self._queued: dict[str, CallContext] = {}
         self._expired: set[str] = set()
+        # the client's other requests sent on and not answered yet (id key -> method, or
+        # ``CANCELLED + method`` once the client cancelled it): a tools/call under one of these
+        # keys would take its answer
+        self._requests: dict[str, str] = {}
         self._lane: SimpleQueue = SimpleQueue()
         self._lane_count = 0
         self._lane_cond = threading.Condition(threading.Lock())
@@ -575,6 +580,7 @@ class Engine:
             if self._call_waits(key):
                 self._refuse_taken_id(msg, self._id_taken(key))
                 return
+            self._requests[key] = method  # before it is sent: its answer may come at once
             if method == "initialize":
                 self._init_ids.add(key)
                 info = params.get("clientInfo") if isinstance(params, dict) else None
@@ -607,14 +613,23 @@ class Engine:
         key could not be told apart: one call's answer would be journalled as the other's and
         one row lost. JSON-RPC requires ids unique among pending requests (MCP: never reused in
         a session). Checked in the order that needs no lock: a queued call enters
-        ``_inflight`` before it leaves ``_queued``.
+        ``_inflight`` before it leaves ``_queued``. A request the client cancelled after it was
+        sent keeps its key until it is answered (the server may still answer it).
         """
-        if key in self._queued or key in self._inflight:
+        ctx = self._queued.get(key) or self._inflight.get(key)
+        if ctx is not None:
+            if ctx.cancelled:  # freeing the id would let the late answer be taken for the new call's
+                return ("a tools/call the client cancelled after it was sent; the server may still answer it, "
+                        "and that answer would be taken for this request's")
             return "a tools/call still waiting for its answer"
         if key in self._expired:
             return "a tools/call that timed out and that the server has not answered yet"
-        if key in self._init_ids or key in self._list_ids:
-            return "a request still waiting for its answer"
+        method = self._requests.get(key)
+        if method is not None:
+            if method.startswith(CANCELLED):
+                return (f"a {method[len(CANCELLED):]} request the client cancelled; the server may still answer it, "
+                        "and that answer would be taken for this request's")
+            return f"a {method} request still waiting for its answer"
         return None
 
     def _call_waits(self, key: str) -> bool:
@@ -633,8 +648,7 @@ class Engine:
 
     def _client_call(self, ctx: CallContext) -> None:
         key = ctx.id_key
-        if (key in self._queued or key in self._inflight or key in self._expired or key in self._list_ids
-                or key in self._init_ids):
+        if key in self._queued or key in self._inflight or key in self._expired or key in self._requests:
             self._refuse_taken_id(ctx.msg, self._id_taken(key))
             return
         # read without the lock: only this thread (the client's reader) takes the count from 0
@@ -666,6 +680,9 @@ class Engine:
         if rid is None:
             return False
         key = id_key(rid)
+        method = self._requests.get(key)
+        if method is not None and not method.startswith(CANCELLED):
+            self._requests[key] = CANCELLED + method  # its id stays taken: the answer may still come
         with self._lock:
             queued = self._queued.get(key)
             if queued is not None and not queued.forwarded:
@@ -775,6 +792,7 @@ class Engine:
                 self._expired.discard(key)
                 log("warn", "dropped an answer that came after the call timed out", id=mid)
                 return
+            self._requests.pop(key, None)
             if key in self._init_ids:
                 self._init_ids.discard(key)
                 self.send_to_client(self._with_instructions(line, msg))
@@ -784,7 +802,29 @@ class Engine:
                 self.send_to_client(line)
                 self._observe_tools(msg.parse() if isinstance(msg, LazyFrame) else msg)
                 return
+        elif msg.__class__ is list or getattr(msg, "is_batch", False):
+            self._server_batch(msg)
         self.send_to_client(line)
+
+    def _server_batch(self, msg: Any) -> None:
+        """A JSON-RPC batch from the server (MCP has had none since 2025-06-18; an older server
+        may still send one), which the caller passes on as it is: an answer in it to a call in
+        flight settles that call with that answer, so its row holds what the server said (it was
+        recorded at EOF as "the server exited before answering": new user round 9). Nothing of
+        it is sent here: the client gets the batch, so a write's answer is not kept back."""
+        items = msg.parse() if msg.__class__ is LazyFrame else msg
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict) or "method" in item or "id" not in item:
+                continue
+            key = id_key(item["id"])
+            ctx = self._inflight.pop(key, None)
+            if ctx is not None:
+                self._settle(ctx, item, None)
+                continue
+            self._expired.discard(key)
+            self._requests.pop(key, None)
+            self._init_ids.discard(key)
+            self._list_ids.discard(key)
 
     def _answer_or_keep(self, ctx: CallContext, line: Any, msg: Any) -> None:
         """Forward the server's answer to a call, or keep it back for the pipeline: in saga mode

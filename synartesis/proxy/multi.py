@@ -215,7 +215,9 @@ class MultiEngine(Engine):
             self._error(mid, -32603, f"synartesis: {exc.message}")
 
     def _route_request(self, server: str, msg: dict, params: dict) -> None:
-        self._owner[id_key(msg["id"])] = server
+        key = id_key(msg["id"])
+        self._owner[key] = server
+        self._requests[key] = msg["method"]  # a tools/call under this key would take its answer
         self._write(server, dump({**msg, "params": params}))
 
     def _resource_owner(self, uri: str) -> str:
@@ -304,6 +306,7 @@ class MultiEngine(Engine):
                 self._expired.discard(key)
                 return
             if ctx is None:
+                self._requests.pop(key, None)
                 self.send_to_client(line)
             else:
                 self._answer_or_keep(ctx, line, msg)

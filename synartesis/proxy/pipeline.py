@@ -128,6 +128,16 @@ class CallHost(Protocol):
 
 
 # -- reads: one classification for the proxy and for undo ---------------------------------
+def _absent_words(read: dict | None, said: str, state: str = "does not exist yet") -> str:
+    """A pre-read's "absent" in words (new user round 9: a new file's hold showed the raw
+    ``ENOENT`` error): ``the file does not exist yet`` for a file read; otherwise the server's
+    own words are kept, since they may be the only ones that name what is missing."""
+    tool = read.get("tool") if isinstance(read, dict) else None
+    if isinstance(tool, str) and "file" in tool.lower():
+        return f"the file {state}"
+    return f"what it changes {state} (the read said: {said})"
+
+
 def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
     """What a read's ``result`` (or the :class:`RequestFailed` it raised) says about the
     resource. Payloads larger than ``max_bytes`` (UTF-8 of canonical JSON) fail: a write
@@ -472,8 +482,8 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         verify = {k: v for k, v in read.items() if k != "refuse_when"} if read is not None else None
         if prior == "absent" and _uses_snapshot(rule) and not approved:
             # nothing to restore: held like an irreversible call (the waiting row is reused)
-            reason = ("nothing was captured to restore, so this cannot be undone — the read said: "
-                      f"{snapshot_out.reason}")
+            reason = (f"{_absent_words(read, snapshot_out.reason)}, so there is nothing to restore and this call "
+                      "cannot be undone")
             action = _pass_gate(host, ctx, server, tool, rule, args, run_id, reason)
             if action is None:
                 return
@@ -655,7 +665,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         scope["snapshot"] = snapshot_out.payload
     if rule.inverse:
         if snapshot_out is not None and snapshot_out.kind == "absent" and _uses_snapshot(rule):
-            notes.append(f"{NOTHING_TO_RESTORE}: {snapshot_out.reason}")
+            notes.append(f"{NOTHING_TO_RESTORE}: {_absent_words(read, snapshot_out.reason, 'did not exist before the call')}")
         else:
             try:
                 inverse = [resolve_call(c, scope) for c in rule.inverse]

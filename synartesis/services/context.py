@@ -38,7 +38,9 @@ def where(manifest: str | None = None, journal: str | None = None, env: Env | No
     elif manifest:
         source = f"the policy given with --manifest ({policy}): journal.db beside it"
     elif policy.parent == synartesis_home(env):
-        source = f"$SYNARTESIS_HOME ({policy.parent}, where installed proxies write): journal.db there"
+        # the variable is named only when it is set (new user round 9: it was named when unset)
+        home = f"$SYNARTESIS_HOME ({policy.parent}" if env.get("SYNARTESIS_HOME") else f"{policy.parent} (the default home"
+        source = f"{home}, where installed proxies write): journal.db there"
     else:
         source = f"the synartesis.yaml found from this folder up ({policy}): journal.db beside it"
     return Where(policy, locate_journal(env, policy, journal, named), source)

@@ -394,6 +394,20 @@ async def _step_drift(d: _Demo, step: DemoStep) -> None:
     step.say(f"c_002 is untouched: plan {c002['plan']!r}, notes {c002['notes']!r}.")
 
 
+def _named_command(text: str, verb: str) -> list[str] | None:
+    """The arguments after ``synartesis`` of the ``synartesis VERB …`` command line in ``text``
+    (a held call's answer names ``… -m synartesis approve ID --journal PATH``); None if none."""
+    for line in text.splitlines():
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        for i, w in enumerate(words[:-1]):
+            if (w == "synartesis" or w.endswith("/synartesis")) and words[i + 1] == verb:
+                return words[i + 1:]
+    return None
+
+
 async def _step_gate(d: _Demo, step: DemoStep) -> None:
     tool, args = EMAIL
     outbox_before = len(d.store_data()["outbox"])
@@ -414,7 +428,10 @@ async def _step_gate(d: _Demo, step: DemoStep) -> None:
         gates = step.ran(await d.cli("gates"))
         step.check("`synartesis gates` lists the held call", gates.exit_code == 0
                    and match.group(1)[:8] in gates.output, f"exit {gates.exit_code}")
-        approve = step.ran(await d.cli("approve", match.group(1), "--by", "demo-reviewer"))
+        # the very command the proxy named to the agent (new user round 9: the demo showed one
+        # and ran another): everything after `synartesis`, as a person would paste it
+        named = _named_command(text, "approve") or ["approve", match.group(1)]
+        approve = step.ran(await d.cli(*named))
         step.check("`approve` exits 0", approve.exit_code == 0, f"exit {approve.exit_code}")
         retry = await agent.call_tool(tool, args)
         step.say("The agent makes the exact same call again, and it goes through:")

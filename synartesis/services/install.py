@@ -1160,6 +1160,9 @@ class UninstallPlan:
     restart: list[str]
     warnings: list[str] = field(default_factory=list)
     has_record: bool = False  #: ``installed.json`` exists (it may list no entry: all restored before)
+    #: what the journal a purge deletes holds: ``{"runs", "actions", "held"}`` counts (held:
+    #: calls waiting for approval); None when no journal is purged or it could not be read
+    journal_holds: dict[str, int] | None = None
 
     @property
     def changes(self) -> bool:
@@ -1259,6 +1262,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 if hint not in restart:
                     restart.append(hint)
     purge_paths: list[Path] = []
+    holds: dict[str, int] | None = None
     if purge:
         home = synartesis_home(env)
         ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
@@ -1276,7 +1280,26 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                       *_policy_caches(home), *record):
                 if p.exists():
                     purge_paths.append(p)
-    return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists())
+            if home / "journal.db" in purge_paths:
+                holds = _journal_holds(home / "journal.db")
+    return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists(), holds)
+
+
+def _journal_holds(path: Path) -> dict[str, int] | None:
+    """``{"runs", "actions", "held"}`` in the journal at ``path`` (what a purge takes with it, so
+    a person knows before; new user round 9); None when it cannot be read (the plan lists the
+    file all the same)."""
+    from synartesis.journal import Journal  # only a purge opens the journal here
+    try:
+        j = Journal.open(path, reap=False)
+        try:
+            runs = j.list_runs()
+        finally:
+            j.close()
+    except SynartesisError:
+        return None
+    return {"runs": len(runs), "actions": sum(r.actions for r in runs),
+            "held": sum(r.counts.get("gated", 0) for r in runs)}
 
 
 def _policy_caches(home: Path) -> list[Path]:

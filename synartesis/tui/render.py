@@ -18,7 +18,7 @@ from rich.text import Text
 from synartesis.journal import RunRow
 from synartesis.printable import printable
 from synartesis.services.runs import CLASS_BADGE, ActionView, class_words
-from synartesis.undo.words import unverified_lines, unverified_why
+from synartesis.undo.words import nothing_result, nothing_why, unverified_lines, unverified_why
 
 __all__ = ["short", "when", "run_counts", "status_width", "run_line", "run_pane", "session_line", "session_pane", "action_lines",
            "action_pane", "held_lines", "held_pane", "preview_text", "client_lines", "client_pane", "undo_report_text",
@@ -330,7 +330,7 @@ def undo_report_text(report: Any) -> Text:
     main = [s for s in report.steps if s.kind not in ("kept", "left")]
     kept = [s for s in report.steps if s.kind in ("kept", "left")]
     if report.status == "nothing":
-        t.append(f"{report.message or 'nothing to undo'}\n", "dim")
+        t.append(f"{nothing_why(report)}\n", "dim")
     elif not main:
         t.append("nothing in this run to undo\n", "dim")
     session = getattr(report, "target", "run") == "session"
@@ -393,7 +393,7 @@ def undo_notice(report: Any) -> str:
     n = sum(1 for s in report.steps if s.kind in ("revert", "redo"))
     halted = f" · halted at {report.halted.seq}: {report.halted.reason}" if report.halted else ""
     if report.status == "nothing":
-        return f"nothing to {'redo' if redo else 'undo'} · nothing was changed"
+        return nothing_result(report)  # the CLI's RESULT line
     if report.dry_run:
         later = len(getattr(report, "deferred_checks", []))
         checked = f" · {later} checked only during the real {'redo' if redo else 'undo'}" if later else ""

@@ -201,6 +201,11 @@ class JobScreen(TextScreen):
         else:
             body = undo_report_text(self.report)
             reverts = sum(1 for s in self.report.steps if s.kind == "revert")
+            if self.report.status == "nothing":  # in the CLI's words: the reason above, then its RESULT line
+                body.append(f"\nRESULT  {undo_notice(self.report)}\n", "bold")
+                self.set_body(body)
+                self._finish(f"{self.what}: {undo_notice(self.report)}")
+                return
             if not any(s.kind in ("revert", "already-reverted") for s in self.report.steps):
                 why = (f"it halts at sequence {self.report.halted.seq} before reverting anything"
                        if self.report.halted else "nothing here needs undoing")

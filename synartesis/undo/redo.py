@@ -20,8 +20,8 @@ from synartesis.errors import ConflictError
 from synartesis.journal import ActionRow, Journal, RunRow, UndoRow, status_text
 from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, launch_cause, prior_state,
-                                    replan_action, resource_key, take_steps)
+from synartesis.undo.engine import (IDEMPOTENCY_KEY, Step, UndoOptions, UndoReport, finish, later_writes, launch_cause,
+                                    prior_state, replan_action, resource_key, take_steps)
 from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
 from synartesis.undo.targets import Target, resolve_target
@@ -101,6 +101,8 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
                         kind="redo", target=target.kind, target_name=target.name, picked=target.picked)
     left = [s for s in last.get("steps", []) if s.get("kind") == "permanent"]
     after = {s["action"]: s.get("after") for s in last.get("steps", []) if s.get("kind") == "revert"}
+    settled = {s["action"] for s in last.get("steps", [])  # unknown outcomes the undo found applied by a read
+               if s.get("kind") == "revert" and str(s.get("reason", "")).startswith("outcome unknown")}
     runs = {r.id: r for r in target.runs}
     pool = servers or SpawnedServers(runs, opts.policy, opts.entry_env, opts.stop)
     needed = {(a.run_id, a.server) for a in actions}
@@ -112,13 +114,17 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             raise ConflictError(f"another undo or redo of {target.name} is running; wait for it to finish")
         report.undo_id = attempt.id
     walk = _Redo(j, pool, opts, preview, report, after, attempt.id if attempt else "dry", runs)
+    walk.settled = settled
     try:
         pool.start(needed)
         report.warnings.extend(pool.warnings)
         take_steps(j, attempt, actions, walk.one, report, stop=opts.stop)
+        removed = _removed_by_overwrite(j, target, last) if left else {}
         for s in left:
-            report.steps.append(Step(s["seq"], s["action"], s["tool"], "left",
-                                     "the undo left it in place (it cannot be undone), so there is nothing to redo",
+            reason, detail = "the undo left it in place (it cannot be undone), so there is nothing to redo", None
+            if s["action"] in removed:
+                reason, detail = _left_but_overwritten(j, report, removed[s["action"]])
+            report.steps.append(Step(s["seq"], s["action"], s["tool"], "left", reason, detail=detail,
                                      run=s.get("run"), gseq=s.get("gseq")))
         statuses: dict[str, str] = {}
         redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone")}
@@ -148,11 +154,64 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
     return report
 
 
+def _removed_by_overwrite(j: Journal, target: Target, last: dict) -> dict[str, dict]:
+    """Actions the undo ``last`` left in place whose effect its ``--force --yes`` removed: an
+    older step of the same session it overwrote touched what they touched (as the halt and the
+    dry run warned). By left action id: that overwritten step (as the report holds it)."""
+    out: dict[str, dict] = {}
+    for s in last.get("steps", []):
+        if s.get("kind") != "revert" or s.get("actual") is None or not str(s.get("reason", "")).startswith("drifted"):
+            continue
+        try:
+            a = j.get_action(s["action"])
+        except Exception:  # pruned since
+            continue
+        for b in later_writes(j, target, a):
+            out.setdefault(b.id, s)
+    return out
+
+
+def _left_but_overwritten(j: Journal, report: UndoReport, over: dict) -> tuple[str, str]:
+    """(reason, detail) of a left-in-place action whose effect the undo's overwrite of the
+    older step ``over`` removed: whether this redo's re-sending of that step put the state the
+    run left back (its read equals what the overwrite found) or not, and why."""
+    name = (f"{over['run'][:8]}:{over['seq']}" if report.target == "session" and over.get("run") else str(over["seq"]))
+    reason = (f"the undo left it in place (it cannot be undone), but its --force --yes overwrite of step {name} "
+              "removed what it did")
+    redone = next((s for s in report.steps if s.action == over["action"] and s.kind in ("redo", "already-redone")), None)
+    if redone is None:
+        return reason, f"step {name} was not redone (see above), so what this call did stays removed"
+    never = "this call is never re-sent (redo repeats only what an undo reverted)"
+    if redone.kind == "redo" and redone.outcome == "would call":
+        try:  # a dry run: the state the first call of that step left is what the real redo checks for
+            first = j.get_json(j.get_action(over["action"]).post_ref)
+        except Exception:  # pruned since
+            first = None
+        if first is None:
+            return reason, (f"the redo re-sends step {name} as the run first sent it; {never}, so unless that brings "
+                            "back what it did, it stays removed")
+        if canonical(first) == canonical(over["actual"]):
+            return reason, (f"the redo re-sends step {name}, which left the resource as the overwrite found it, so "
+                            "what this call did comes back too")
+        return reason, (f"the redo re-sends step {name}, which puts back only what that call left; {never}, so what "
+                        f"it did stays removed\n  the overwrite found: {canonical(over['actual'])}\n  step {name} left:"
+                        f"{' ' * max(1, 10 - len(name))}{canonical(first)}")
+    now = redone.after if redone.kind == "redo" else None
+    if now is not None and canonical(now) == canonical(over["actual"]):
+        return reason, (f"redoing step {name} put the resource back as the run left it (its read shows what the "
+                        "overwrite found), so what this call did is back too")
+    shown = f"\n  the overwrite found: {canonical(over['actual'])}" + (f"\n  now:                 {canonical(now)}"
+                                                                       if now is not None else "")
+    return reason, (f"redoing step {name} put back only what that call left; {never}, so what it did stays removed: "
+                    "do it again by hand if it is still wanted" + shown)
+
+
 class _Redo:
     def __init__(self, j: Journal, pool: ServerPool, opts: UndoOptions, preview: bool, report: UndoReport,
                  after: dict[str, Any], attempt: str, runs: dict[str, RunRow]) -> None:
         self.j, self.pool, self.opts, self.preview, self.report, self.after = j, pool, opts, preview, report, after
         self.attempt, self.runs = attempt, runs
+        self.settled: set[str] = set()  # actions whose unknown outcome the undo settled by a read
         self.failed = ""  # why the last read failed
         # planned redos, in the order the real redo sends them (oldest first): the state each
         # leaves its read (the post-state the first call left) and what each touches
@@ -288,7 +347,13 @@ class _Redo:
         new_post = self.read(a, new_verify) if new_verify is not None else None
         if new_post is None:
             outcome = "sent (unverified)"
-        elif post is not None and canonical(new_post) == canonical(post):
+        elif post is None:
+            # nothing to compare with: say what is known (adversarial review 10: a settled unknown
+            # outcome has no read of what the first call left; undo inferred it from post_state)
+            outcome = ("re-applied (read back; the first call's outcome was unknown until an undo settled it by a "
+                       "read, so no read of what it left is on record to compare with)" if a.id in self.settled else
+                       "re-applied (read back; no read of what the first call left is on record to compare with)")
+        elif canonical(new_post) == canonical(post):
             outcome = "re-applied (verified)"
         else:
             outcome = "re-applied (the resource differs from what the first call left)"
@@ -296,7 +361,7 @@ class _Redo:
                   note=f"redone by {opts.by}: {outcome}" + (f"; {note}" if note else "")
                   + (" (sent over a drifted resource, --force)" if forced else ""))
         return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome=outcome, verified=outcome.endswith("(verified)"),
-                    expected=step_expected, actual=step_actual, detail=note)
+                    expected=step_expected, actual=step_actual, detail=note, after=new_post)
 
     def _plan(self, a: ActionRow, args: Any, verify: dict | None, post: Any) -> None:
         """A preview planned to re-send ``a``: its resource is then as the call left it, and

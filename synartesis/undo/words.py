@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from synartesis.undo.engine import Step, UndoReport
 
-__all__ = ["unverified_lines", "unverified_why"]
+__all__ = ["nothing_result", "nothing_why", "unverified_lines", "unverified_why"]
+
+
+def nothing_why(report: UndoReport) -> str:
+    """Why an undo or redo has nothing to do (``status == "nothing"``), as the engine says it
+    (``nothing to undo in SESSION: 2 readonly``): the CLI's and the console's one text."""
+    return report.message or f"nothing to {report.kind}"
+
+
+def nothing_result(report: UndoReport) -> str:
+    """The outcome of an undo or redo with nothing to do: ``nothing undone (nothing was sent)``,
+    the CLI's RESULT line and the console's notice alike (new user round 9: they differed)."""
+    return f"nothing {'redone' if report.kind == 'redo' else 'undone'} (nothing was sent)"
 
 
 def unverified_why(report: UndoReport, s: Step) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -40,6 +41,11 @@ def test_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path) -> None:
     ):
         assert line in out, line
     assert "✗" not in out
+    # the approve command it shows running is the one the proxy told the agent to ask for
+    # (new user round 9: it showed one and ran another)
+    told = next(ln for ln in out.splitlines() if "│" in ln and re.search(r"synartesis approve [0-9a-f]{8} ", ln))
+    ran = next(ln for ln in out.splitlines() if ln.startswith("$ synartesis approve"))
+    assert ran.removeprefix("$ synartesis ") == told.split(" synartesis ", 1)[1].strip(), (told, ran)
     # The temporary folder is removed afterwards.
     assert not list(tmp_path.glob("synartesis-demo-*"))
 

@@ -2,14 +2,18 @@
 JavaScript server reads ids (``1`` and ``1.0`` are one id, ``2**53 + 1`` rounds to ``2**53``),
 so a second call whose id collides with one still waiting is refused with a JSON-RPC error and
 never sent: the first call's row holds its own answer, no row is lost or misfiled, and an id is
-free again once its call is answered or was never sent (held)."""
+free again once its call is answered or was never sent (held). The reverse orders too: a call
+under the id of a pending non-call request (a `ping`, a routed `prompts/get`), and a call under
+the id of one the client cancelled (its answer may still come)."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
-from helpers import RawSession, kv_proxy, open_journal
+from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal, synartesis_argv
 
 COLLIDING = [(1, 1.0), (9007199254740993, 9007199254740992)]
 
@@ -113,3 +117,74 @@ def test_a_queued_call_cancelled_before_it_was_sent_frees_its_id_at_once(tmp_pat
     with open_journal(journal) as j:
         run = j.list_runs()[0]
         assert [(a.tool, a.status) for a in j.actions(run.id)] == [("slow_put", "applied"), ("put", "applied")]
+
+
+SLOW_REQUESTS = {"FAKE_SLOW_REQUEST": "0.5"}  # the fake server answers a ping half a second late
+
+
+@pytest.mark.parametrize(("first", "second"), COLLIDING)
+def test_a_call_whose_id_collides_with_a_pending_ping_is_refused_and_never_sent(tmp_path, first, second):
+    """Adversarial review 10: the reverse order of the read-in-flight case. Before, the call was
+    sent, and the ping's answer (``{}``) was taken for the call's: journalled as its result."""
+    manifest, journal, store, argv = kv_proxy(tmp_path, seed={"k": "old"})
+    with RawSession(argv, env={**os.environ, **SLOW_REQUESTS}) as s:
+        _open(s)
+        s.send({"jsonrpc": "2.0", "id": first, "method": "ping"})
+        s.send({"jsonrpc": "2.0", "id": second, "method": "tools/call",
+                "params": {"name": "get", "arguments": {"key": "k", "delay": 1.5}}})
+        got = _answers(s, 2)
+        s.close()
+    refused, pong = got[json.dumps(second)], got[json.dumps(first)]
+    assert refused["error"]["code"] == -32600
+    assert "a ping request still waiting for its answer" in refused["error"]["message"]
+    assert pong == {"jsonrpc": "2.0", "id": first, "result": {}}
+    if journal.exists():  # nothing was sent, nothing journalled (the journal is made by a first call)
+        with open_journal(journal) as j:
+            assert [a for r in j.list_runs() for a in j.actions(r.id)] == []
+
+
+def test_the_same_in_the_multi_server_form(tmp_path):
+    """Two servers behind one proxy: a request routed to one of them (``prompts/get``) still
+    pending; a call under its id, to the other server, would take its answer."""
+    state, other = tmp_path / "kv.json", tmp_path / "kv2.json"
+    state.write_text('{"k": "old"}')
+    other.write_text('{"k": "other"}')
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    manifest.write_text("version: 1\nservers:\n" + "".join(
+        f"  {name}:\n    command: {json.dumps(sys.executable)}\n    args: {json.dumps([FAKE_SERVER[1], '--state', str(path)])}\n"
+        for name, path in (("kv", state), ("kv2", other))) + 'tools:\n  - match: "*.get"\n    class: readonly\n')
+    argv = synartesis_argv("proxy", "--manifest", str(manifest), "--journal", str(journal))
+    with RawSession(argv, env={**os.environ, **SLOW_REQUESTS}) as s:
+        s.handshake()
+        s.send({"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "kv__p"}})
+        s.send({"jsonrpc": "2.0", "id": 5.0, "method": "tools/call",
+                "params": {"name": "kv2__get", "arguments": {"key": "k", "delay": 1.5}}})
+        got = _answers(s, 2)
+        # once the prompt's answer is in, the id is free again
+        again = s.request(5, "tools/call", {"name": "kv2__get", "arguments": {"key": "k"}})
+        s.close()
+    assert got["5.0"]["error"]["code"] == -32600 and "prompts/get request" in got["5.0"]["error"]["message"]
+    assert got["5"]["error"]["code"] == -32601  # the fake server's own answer to prompts/get, passed on
+    assert again["result"]["structuredContent"] == {"key": "k", "value": "other"}
+    with open_journal(journal) as j:
+        assert [(a.server, a.tool, a.status) for r in j.list_runs() for a in j.actions(r.id)] == [("kv2", "get", "applied")]
+
+
+def test_a_cancelled_calls_id_stays_refused_and_the_refusal_says_it_was_cancelled(tmp_path):
+    """Freeing the id would let the cancelled call's late answer be taken for the new call's,
+    so it stays taken; the refusal says why, not "still waiting" (adversarial review 10)."""
+    manifest, journal, store, argv = kv_proxy(tmp_path, seed={"k": "old"})
+    with RawSession(argv, env={**os.environ, **SLOW_REQUESTS}) as s:
+        _open(s)
+        s.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "get", "arguments": {"key": "k", "delay": 1.5}}})
+        s.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        for rid in (7, 8):
+            s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+        again = {rid: s.request(rid, "tools/call", {"name": "get", "arguments": {"key": "k"}}) for rid in (7, 8)}
+        s.close()
+    for rid, method in ((7, "tools/call"), (8, "ping request")):
+        error = again[rid]["error"]
+        assert error["code"] == -32600, again
+        assert f"a {method} the client cancelled" in error["message"] and "still waiting" not in error["message"]
+        assert "may still answer it" in error["message"] and "an id of its own" in error["message"]

@@ -14,6 +14,7 @@ from helpers import (
     FAKE_POLICY,
     FAKE_SERVER,
     RawSession,
+    cli,
     open_journal,
     proxy_argv,
     run_async,
@@ -309,7 +310,9 @@ def test_undo_with_nothing_to_undo_does_not_ask(world):
             await pilot.press("u")
             job = app.screen
             await until(pilot, lambda: job.state == "done", what="the plan")
-            assert "No undo to do: nothing here needs undoing" in job.body_text
+            # the CLI's words (new user round 9: the console said "no undo to do", "nothing was changed")
+            assert "nothing to undo in session" in job.body_text and "1 readonly" in job.body_text, job.body_text
+            assert "RESULT  nothing undone (nothing was sent)" in job.body_text, job.body_text
             await pilot.press("y")
             await pilot.pause(0.2)
             assert job.state == "done" and job.result is None
@@ -318,6 +321,9 @@ def test_undo_with_nothing_to_undo_does_not_ask(world):
     with open_journal(world.journal) as j:
         r = j.list_runs()[0]
         assert r.status == "complete" and not j.undos(r.id)
+    cli_says = " ".join(cli("undo", r.session_id, "--manifest", str(world.manifest), "--journal", str(world.journal)
+                            ).stdout.split())
+    assert "nothing to undo in session" in cli_says and "R E S U L T nothing undone (nothing was sent)" in cli_says, cli_says
 
 
 def test_undo_of_an_active_run_is_refused_with_the_reason(world):

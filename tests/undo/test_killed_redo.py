@@ -42,6 +42,10 @@ def test_after_a_killed_redo_nothing_says_rolled_back_or_running_and_redo_halts_
     again = cli("redo", *j)  # writes: the dead attempt is abandoned, its call in flight is unknown
     assert again.returncode == 1 and "nothing to redo" not in again.stdout, again.stdout
     assert "outcome unknown: an earlier redo sent this call" in again.stdout, again.stdout
+    # its menu offers what can be done, not "put the resource back the way the undo left it":
+    # redo halts on this call every time (adversarial review 10)
+    out = " ".join(again.stdout.split())
+    assert "the way the undo left it" not in out and "Redo never sends this call again" in out, out
     with open_journal(journal) as jj:
         run = jj.list_runs()[0]
         assert run.status == "partial"

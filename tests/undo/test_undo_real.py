@@ -101,7 +101,8 @@ def test_human_edit_halts_with_both_values_and_force_yes_restores(tmp_path, fs_s
 def test_creating_a_file_is_held_because_the_server_cannot_delete(tmp_path, fs_server, journal_at):
     root, manifest, journal, argv = _fs(tmp_path, fs_server, journal_at)
     [(err, text)] = _agent(argv, [("write_file", {"path": str(root / "new.txt"), "content": "x"})])
-    assert err and "nothing was captured to restore" in text and "ENOENT" in text
+    # in words, not the server's raw ENOENT (new user round 9)
+    assert err and "the file does not exist yet, so there is nothing to restore" in text and "ENOENT" not in text, text
     assert not (root / "new.txt").exists()
 
 

@@ -99,3 +99,45 @@ def test_force_still_settles_by_a_read_and_steps_over_only_what_it_cannot(tmp_pa
     forced = _cli(manifest2, journal2, "undo", "--force", "--yes")
     assert "a read does not settle it; stepped over because of --force" in " ".join(forced.stdout.split()), forced.stdout
     assert json.loads(state2.read_text()) == {"k0": "v0", "k1": "someone"}
+
+
+def test_redo_after_a_settled_unknown_says_what_it_knows(tmp_path):
+    """Adversarial review 10: redo of a write whose unknown outcome undo settled by a read said
+    "the resource differs from what the first call left", but no read of what the first call
+    left is on record (it was killed before its read-back): it says that instead."""
+    manifest, journal, state = _killed_mid_call(tmp_path, DECLARED)
+    assert _cli(manifest, journal, "undo").returncode == 0
+    redone = _cli(manifest, journal, "redo")
+    assert redone.returncode == 0, redone.stdout + redone.stderr
+    out = " ".join(redone.stdout.split())
+    assert "differs from what the first call left" not in out, out
+    assert "the first call's outcome was unknown until an undo settled it by a read" in out, out
+    assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}
+    assert _statuses(journal) == (["applied", "applied"], True)
+
+
+def test_a_halt_on_an_unknown_outcome_offers_what_can_be_done_not_the_way_the_run_left_it(tmp_path):
+    """Adversarial review 10: the halt's menu offered "put the resource back the way the run left
+    it", the one state nobody knows for a call whose outcome is unknown."""
+    manifest, journal, state = _killed_mid_call(tmp_path, DECLARED)
+    state.write_text(json.dumps({"k0": "agent", "k1": "someone"}))
+    halted = _cli(manifest, journal, "undo")
+    out = " ".join(halted.stdout.split())
+    assert halted.returncode == 1 and "neither as it was before the call" in out, out
+    assert "the way the run left it" not in out, out
+    assert "put the resource back as it was before the call (shown above)" in out, out
+    # and doing it works as the menu says: nothing to undo there, the older write undone
+    state.write_text(json.dumps({"k0": "agent", "k1": "v1"}))
+    again = _cli(manifest, journal, "undo")
+    assert again.returncode == 0 and "nothing to undo" in again.stdout, again.stdout
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
+
+
+def test_a_halt_no_read_can_settle_offers_only_force_after_a_look(tmp_path):
+    manifest, journal, state = _killed_mid_call(tmp_path, FAKE_POLICY.replace(
+        '''    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}''', '''    inverse: {tool: kv.delete, args: {key: "$.key"}}''').replace("class: reversible", "class: compensable"))
+    halted = _cli(manifest, journal, "undo")
+    out = " ".join(halted.stdout.split())
+    assert halted.returncode == 1 and "outcome unknown" in out, out
+    assert "the way the run left it" not in out and "No read can settle this outcome. Two ways on" in out, out

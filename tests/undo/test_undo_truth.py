@@ -168,7 +168,7 @@ def test_class_words_match_what_happens_to_a_held_new_file_and_an_unchecked_move
         assert not s.call(1, "move_file", {"source": str(root / "a.txt"), "destination": str(root / "b.txt")}).get("isError")
         assert s.call(2, "write_file", {"path": str(root / "new.txt"), "content": "x"}).get("isError")  # held
     gates = cli("gates", "--no-read", *j)
-    assert "held (reversible rule): nothing was captured to restore" in gates.stdout, gates.stdout
+    assert "held (reversible rule): the file does not exist yet, so there is nothing to restore" in gates.stdout, gates.stdout
     assert "reversible: nothing was captured" not in gates.stdout
     shown = cli("show", *j)
     assert "reversible rule, this call held" in shown.stdout, shown.stdout

@@ -378,11 +378,15 @@ function renderReports(reports, dry) {
 }
 
 function ways(report, lead) {
+  // an unknown outcome has no "way the run left it" to put back: offer what can be done
+  const unknown = report.halted.reason.startsWith("outcome unknown");
   return el("div", { class: "ways" },
     el("p", { text: `${lead} at sequence ${report.halted.seq}: ${report.halted.reason}. Nothing older was touched. Three ways on:` }),
     el("ol", {}, el("li", { text: "leave it as it is;" }),
-      el("li", { text: "put the resource back the way the run left it, then Replan;" }),
-      el("li", { text: "Force: first see what would be overwritten, then overwrite it." })));
+      el("li", { text: unknown ? "check the resource by hand; put back as it was before the call, Undo finds nothing to undo there;"
+                               : "put the resource back the way the run left it, then Replan;" }),
+      el("li", { text: unknown ? "Force: step over this action (leaving whatever it did) and undo the older ones."
+                               : "Force: first see what would be overwritten, then overwrite it." })));
 }
 
 let undoScope = null;
