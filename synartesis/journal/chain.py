@@ -123,6 +123,7 @@ class ChainMixin(BlobsMixin):
         head, servers, session_id, pid, started, host = run
         prev = ""
         last_state: dict[str, Any] = {}
+        read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
             if eprev != prev:
@@ -158,6 +159,7 @@ class ChainMixin(BlobsMixin):
                         problems.append(f"event {eid} ({kind} at {at}) lists a read it does not describe: altered")
                     else:
                         last_state[entry[0]] = (eid, kind, at, entry[1])
+                        read_at[entry[0]] = at  # a read's row takes its batch's time (record_reads)
             elif kind == "run.begin" and begin is None:
                 begin = parsed if parsed is not None else _object(text)
         for aid, (eid, kind, at, state) in list(last_state.items()):
@@ -187,6 +189,10 @@ class ChainMixin(BlobsMixin):
                 problems.append(f"action {a.seq} ({a.qualified}) has no recorded history: inserted outside synartesis")
             elif not _matches(last_state[aid], action_state(a)):
                 problems.append(f"action {a.seq} ({a.qualified}) differs from what was recorded: edited afterwards")
+            elif aid in read_at and a.created_at != read_at[aid]:
+                # the state a batch chains has no time of its own: the event's (hashed) is the row's
+                problems.append(f"action {a.seq} ({a.qualified}) has a time ({a.created_at}) other than the one "
+                                f"recorded for it ({read_at[aid]}): edited afterwards")
         for aid, state in last_state.items():
             if aid not in actions:
                 problems.append(f"action {state.get('seq')} ({state.get('server')}.{state.get('tool')}) was "

@@ -113,6 +113,20 @@ def test_audit_proves_every_read_of_a_batch_chained_in_one_event(new_journal):
     assert any("action 1 (files.read_text_file) was recorded but its row is gone" in p for p in j.audit(run).problems)
 
 
+def test_audit_finds_a_read_rows_time_edited(new_journal):
+    # a batch's chained states carry no time: the row's must be the (hashed) event's
+    j = new_journal()
+    run = j.begin_run("t", {})
+    ids = _reads(j, run, 2)
+    (at,) = j.conn.execute("SELECT at FROM reads WHERE id = ?", (ids[1],)).fetchone()
+    j.conn.execute("UPDATE reads SET at = ? WHERE id = ?", ("2020-01-01T00:00:00.000Z", ids[1]))
+    problems = j.audit(run).problems
+    assert any("action 2 (files.read_text_file) has a time (2020-01-01T00:00:00.000Z) other than" in p for p in problems)
+    assert not any("action 1 " in p for p in problems)
+    j.conn.execute("UPDATE reads SET at = ? WHERE id = ?", (at, ids[1]))
+    assert j.audit(run).ok
+
+
 def test_audit_finds_a_batch_event_edited_or_a_read_inserted_beside_it(new_journal):
     j = new_journal()
     run = j.begin_run("t", {})
