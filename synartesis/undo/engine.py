@@ -25,6 +25,7 @@ starts them from the runs' launch lines; saga mode passes the proxy's own connec
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
@@ -639,6 +640,15 @@ def _why_nothing(report: UndoReport) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in counts.items())
 
 
+#: the longest a drift read sent ahead (:meth:`_Walk.preclaim`) may have been out when its step
+#: uses it, in seconds; older, it is sent again. A drift read sent in turn is at most one round
+#: trip old when the inverse goes out; one sent ahead is older by the step before's re-read, which
+#: a slow server can make seconds (adversarial review 11: a person's edit in that time was
+#: overwritten as "state matches"). 10 ms keeps the window that of a read in turn on a loaded
+#: machine, and lets the read ahead pay where both servers answer in about a millisecond.
+AHEAD_FRESH_S = 0.010
+
+
 class _Walk:
     """One undo's walk: the journal, the servers, and what a preview simulates."""
 
@@ -659,7 +669,8 @@ class _Walk:
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
-        self.ahead: tuple[str, Callable[[], ReadOutcome]] | None = None  # (action, its drift read) sent by preclaim
+        # (action, its drift read, when it was sent: time.monotonic()) sent by preclaim
+        self.ahead: tuple[str, Callable[[], ReadOutcome], float] | None = None
 
     def _stored(self, a: ActionRow, read: dict | None) -> bool:
         """Is ``read`` the action's stored read as loaded (not a replanned one)?"""
@@ -756,7 +767,9 @@ class _Walk:
         claim's commit (with ``a``'s predecessor's deferred record) and its read then overlap
         the server's work instead of waiting between two calls (issue 11 item 5). The drift
         read still comes after every inverse sent before it, and nothing is sent before the
-        step uses it, so it reads what the step would have read. A claim says nothing was sent
+        step uses it, so it reads what the step would have read; the step uses it only if it
+        was sent at most :data:`AHEAD_FRESH_S` before (else it reads again), so a slow re-read
+        here cannot widen the window in which a person's edit goes unseen. A claim says nothing was sent
         yet, as one taken during a drift read does: an undo killed before the next step leaves
         it ``rolling_back`` with its resource as the run left it, and the next undo's drift read
         finds it so and sends its inverse. A halt or a stop before the next step uses them gives
@@ -769,7 +782,7 @@ class _Walk:
         if verify is None:
             return
         if self.read_key(b, verify) != self.read_key(a, read):
-            self.ahead = (b.id, self.begin_read(b, verify))
+            self.ahead = (b.id, self.begin_read(b, verify), time.monotonic())
         if self.j.set_action_status(b.id, "rolling_back", expect=("applied",)):
             self.preclaimed = b
             for ref in (b.inverse_ref, b.post_ref, b.snapshot_ref if b.prior == "captured" else None):
@@ -818,8 +831,7 @@ class _Walk:
                 # a person looked at it and chose to go on: whatever it did stays as it is
                 return Step(a.seq, a.id, q, "permanent", "outcome unknown; stepped over because of --force "
                             "(whatever it did is left in place)", detail=a.note)
-            return Step(a.seq, a.id, q, "halt", "outcome unknown: the call was sent but no answer was recorded "
-                        "(the proxy or server stopped mid-call, or it timed out), so whether it applied cannot be determined",
+            return Step(a.seq, a.id, q, "halt", _unknown_why(a) + ", so whether it applied cannot be determined",
                         detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
                         "action (leaving whatever it did) and undoes the older ones.")
         if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
@@ -840,6 +852,9 @@ class _Walk:
         replanned = False
         unknown = a.status in ("pending", "unknown")  # settled by a read (status_step let it through)
         if unknown:
+            newer = _newer_on_resource(j, a, verify, self.runs)
+            if newer is not None:
+                return self._unknown_after(a, newer)
             inverse, post = _unknown_plan(j, a, opts.policy, snapshot)
             if post is None:
                 return self._unknown_read(a, verify, prior_state(a, snapshot))
@@ -877,8 +892,9 @@ class _Walk:
             if planned is not None:  # a newer planned step with the same read leaves a known state
                 check, obs, simulated_by = "simulated", planned[1], planned[2]
             else:
+                sent_at: float | None = None
                 if self.ahead is not None and self.ahead[0] == a.id:
-                    waiting, self.ahead = self.ahead[1], None  # sent during the step before (preclaim)
+                    (_, waiting, sent_at), self.ahead = self.ahead, None  # sent during the step before (preclaim)
                 else:
                     waiting = self.begin_read(a, verify)
                 if self.preclaimed is not None and self.preclaimed.id == a.id:
@@ -894,6 +910,11 @@ class _Walk:
                         return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
                     claimed = True
                 current = waiting()
+                if sent_at is not None and time.monotonic() - sent_at > AHEAD_FRESH_S:
+                    # read ahead too long ago (the step before waited on a slow re-read): what
+                    # it saw may be older than a person's edit, so the drift read is sent again
+                    self.last_read = None
+                    current = self.begin_read(a, verify)()
                 obs = current.observation()
                 if obs is None and self.stopped():
                     if claimed:  # nothing was sent: back to what it was, for the next undo
@@ -1048,7 +1069,7 @@ class _Walk:
         q, preview = a.qualified, self.preview
         planned = self.planned_state(a, verify, self.key(a, verify)) if preview else None
         if planned is not None and planned[0] == "deferred":
-            return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, check="deferred", detail=(
+            return Step(a.seq, a.id, q, "halt", unknown_halt(a), check="deferred", detail=(
                 f"the real undo reads the resource to settle it, and step {planned[2]} of this plan changes it "
                 "first, so a dry run cannot tell what that read will show"))
         if planned is not None:
@@ -1061,7 +1082,7 @@ class _Walk:
                     return Step(a.seq, a.id, q, "halt", _STOPPED)
                 if self.opts.force:
                     return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=f"a read to settle it failed: {current.reason}")
-                return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, check=check,
+                return Step(a.seq, a.id, q, "halt", unknown_halt(a), check=check,
                             detail=f"a read to settle it failed: {current.reason}\n{UNKNOWN_WAY}")
         if before is not None and _same(obs, before):
             if not preview:
@@ -1070,8 +1091,21 @@ class _Walk:
             return Step(a.seq, a.id, q, "already-reverted", UNKNOWN_FOUND_BEFORE, verified=True, check=check)
         if self.opts.force:
             return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, None))
-        return Step(a.seq, a.id, q, "halt", UNKNOWN_HALT, detail=_unknown_detail(a, before, obs, None),
+        return Step(a.seq, a.id, q, "halt", unknown_halt(a), detail=_unknown_detail(a, before, obs, None),
                     expected=before, actual=obs, check=check)
+
+    def _unknown_after(self, a: ActionRow, newer: ActionRow) -> Step:
+        """An unknown outcome whose resource a newer call still in effect changed since: the
+        resource may hold what that call left, so no read can settle this one (new user round
+        10: another session's redo left the very state this call would have, the read said
+        "it applied", and the undo removed that session's write)."""
+        why = (f"outcome unknown, and a newer call still in effect changed the same resource since "
+               f"({newer.run_id[:8]}:{newer.seq} {newer.qualified}), so a read cannot tell whether this call applied")
+        detail = (f"{a.note or 'outcome unknown'}\nUndo that newer call first (`synartesis undo {newer.run_id[:8]}`), "
+                  f"or check the resource by hand; {UNKNOWN_WAY[len('Check the resource by hand; '):]}")
+        if self.opts.force:
+            return Step(a.seq, a.id, a.qualified, "permanent", UNKNOWN_FORCED, detail=detail)
+        return Step(a.seq, a.id, a.qualified, "halt", why, detail=detail)
 
     def stopped(self) -> bool:
         """Was this undo stopped (its servers killed) from another thread?"""
@@ -1087,8 +1121,20 @@ class _Walk:
         return Step(a.seq, a.id, a.qualified, "halt", "the inverse failed", detail=note)
 
 
-UNKNOWN_HALT = ("outcome unknown: the call was sent but no answer was recorded (the proxy or server stopped "
-                "mid-call, or it timed out), and a read of the resource does not settle whether it applied")
+_ERROR_UNKNOWN = "outcome unknown: the server reported an error"  # how mark_error_after_write's note begins
+
+
+def _unknown_why(a: ActionRow) -> str:
+    """Why ``a``'s outcome is unknown, as a halt's headline begins: no answer recorded, or an
+    error answer no read could settle (new user round 10: the first text was given for both)."""
+    if (a.note or "").startswith(_ERROR_UNKNOWN):
+        return "outcome unknown: the server answered with an error, and an error is no proof that nothing happened"
+    return "outcome unknown: the call was sent but no answer was recorded (the proxy or server stopped mid-call, or it timed out)"
+
+
+def unknown_halt(a: ActionRow) -> str:
+    """The headline of a halt on ``a``'s unknown outcome that a read did not settle."""
+    return _unknown_why(a) + ", and a read of the resource does not settle whether it applied"
 UNKNOWN_NEITHER = ("outcome unknown, and the resource is neither as it was before the call nor as the call "
                    "would have left it")
 UNKNOWN_FOUND_BEFORE = "outcome unknown, but the resource is as it was before the call: nothing to undo"
@@ -1096,6 +1142,25 @@ UNKNOWN_FORCED = ("outcome unknown, and a read does not settle it; stepped over 
                   "did is left in place)")
 UNKNOWN_WAY = ("Check the resource by hand; `undo --force` then steps over this action (leaving whatever it did) "
                "and undoes the older ones.")
+
+
+def _newer_on_resource(j: Journal, a: ActionRow, verify: dict | None, runs: dict[str, RunRow]) -> ActionRow | None:
+    """The newest write of the whole journal (any run, any session), newer than ``a`` and still
+    in effect, whose read reads what ``a``'s does (:func:`resource_key`); None if there is none.
+    Asked only for an ``unknown`` outcome about to be settled by a read, so it may scan."""
+    if verify is None:
+        return None
+    every = {r.id: r for r in j.list_runs()}
+    key = resource_key(runs.get(a.run_id) or every.get(a.run_id), verify)
+    if key is None:
+        return None
+    found = None
+    for b in j.actions_of(every):
+        if ((b.gseq or 0) > (a.gseq or 0) and b.id != a.id and b.cls != "readonly" and b.status in IN_EFFECT
+                and b.verify_ref and (found is None or (b.gseq or 0) > (found.gseq or 0))
+                and resource_key(every.get(b.run_id), j.get_json(b.verify_ref)) == key):
+            found = b
+    return found
 
 
 def _unknown_plan(j: Journal, a: ActionRow, policy: Policy | None, snapshot: Any) -> tuple[list | None, dict | None]:

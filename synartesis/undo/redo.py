@@ -142,10 +142,12 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             report.stays = status_text(halted.status, halted.unverified)
         report.status = ("partial" if report.halted or "partial" in statuses.values()
                          else "redone" if statuses else "nothing")
-        # sent again but not read back: said in the RESULT line (``redone (unverified: N)``); a
-        # preview counts the calls whose rule declares no read (the real redo cannot read them back)
+        # sent again and not verified (not read back, or read back with nothing of the first
+        # call's to compare with): said in the RESULT line (``redone (unverified: N)``), as each
+        # such step is tagged (new user round 10: a tagged step the RESULT line did not count);
+        # a preview counts the calls whose rule declares no read (the real redo cannot read them back)
         report.unverified = sum(1 for s in report.steps if s.kind == "redo" and (
-            s.outcome == "sent (unverified)" if not preview else s.reason.startswith("no read declared")))
+            not s.verified if not preview else s.reason.startswith("no read declared")))
     finally:
         if servers is None:
             pool.close()

@@ -165,3 +165,50 @@ def test_a_halt_after_a_drift_read_was_sent_ahead_gives_the_claim_back_and_leave
     assert again.halted is None, again.as_json()
     assert (root / "a.txt").read_text() == "a0" and (root / "b.txt").read_text() == "b0"
     assert own_descendants() == []
+
+
+_KV_TOO = FS_POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  kv: {}\n") + """  - match: "kv.put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key", delay: 2}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
+"""
+
+
+def test_a_drift_read_sent_ahead_during_a_slow_re_read_is_sent_again_and_sees_a_persons_edit(tmp_path, fs_server):
+    # adversarial review 11: one session on two servers; the kv step's re-read takes 2 s, and
+    # the file's drift read sent ahead at its start was used after it: a person's edit of the
+    # file made meanwhile was overwritten as "state matches". Now that read is sent again.
+    import threading
+    import time
+
+    from helpers import FAKE_SERVER, RawSession, proxy_argv
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a0")
+    man, jp, st = tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json"
+    man.write_text(_KV_TOO)
+    st.write_text(json.dumps({"k": "v0"}))
+    with RawSession(proxy_argv("files", man, jp, [*fs_server, str(root)])) as f, \
+            RawSession(proxy_argv("kv", man, jp, [*FAKE_SERVER, "--state", str(st)])) as k:
+        f.handshake()
+        k.handshake()
+        assert not f.call(1, "write_file", {"path": str(root / "a.txt"), "content": "a1"}).get("isError")
+        assert not k.call(1, "put", {"key": "k", "value": "x"}, timeout=60).get("isError")
+
+    def person() -> None:  # edits a.txt once kv's inverse is in, while kv's re-read is at its server
+        deadline = time.monotonic() + 60
+        while json.loads(st.read_text())["k"] != "v0" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.7)
+        (root / "a.txt").write_text("person's edit")
+
+    t = threading.Thread(target=person, daemon=True)
+    t.start()
+    out = cli("undo", "--json", "--manifest", str(man), "--journal", str(jp), timeout=120)
+    t.join(70)
+    report = json.loads(out.stdout)
+    assert (root / "a.txt").read_text() == "person's edit"
+    assert report["status"] == "partial", report
+    assert [s["kind"] for s in report["steps"]] == ["revert", "halt"]
+    assert "drift" in report["steps"][1]["reason"]
+    assert json.loads(st.read_text())["k"] == "v0"

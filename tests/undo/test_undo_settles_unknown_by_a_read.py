@@ -112,6 +112,7 @@ def test_redo_after_a_settled_unknown_says_what_it_knows(tmp_path):
     out = " ".join(redone.stdout.split())
     assert "differs from what the first call left" not in out, out
     assert "the first call's outcome was unknown until an undo settled it by a read" in out, out
+    assert "R E S U L T redone (unverified: 1)" in out, out  # new user round 10: the step is tagged so
     assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}
     assert _statuses(journal) == (["applied", "applied"], True)
 
@@ -141,3 +142,34 @@ def test_a_halt_no_read_can_settle_offers_only_force_after_a_look(tmp_path):
     out = " ".join(halted.stdout.split())
     assert halted.returncode == 1 and "outcome unknown" in out, out
     assert "the way the run left it" not in out and "No read can settle this outcome. Two ways on" in out, out
+
+
+def test_an_unknown_write_whose_resource_a_newer_run_changed_since_is_not_settled_by_a_read(tmp_path):
+    # new user round 10: another session's write left the very state this call would have; the
+    # read said "it applied" and the undo removed that session's write. A read cannot tell them apart.
+    from helpers import FAKE_SERVER, RawSession, proxy_argv
+    manifest, journal, state = _killed_mid_call(tmp_path, DECLARED)
+    with open_journal(journal) as j:
+        [first] = j.list_runs()
+    with RawSession(proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])) as s:
+        s.handshake()
+        s.call(1, "put", {"key": "k1", "value": "x"})  # a newer run writes what the unknown call would have
+    done = _cli(manifest, journal, "undo", first.id)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "a newer call still in effect changed the same resource since" in done.stdout
+    assert "so a read cannot tell whether this call applied" in done.stdout
+    assert json.loads(state.read_text()) == {"k0": "agent", "k1": "x"}  # nothing sent: the newer write stays
+    forced = _cli(manifest, journal, "undo", first.id, "--force", "--yes")
+    assert forced.returncode == 1 and "R E S U L T  partial" in forced.stdout, forced.stdout + forced.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "x"}  # stepped over and left; the older write undone
+
+
+def test_a_halt_on_an_error_answer_no_read_settles_does_not_say_no_answer_was_recorded(tmp_path):
+    from synartesis.undo.engine import unknown_halt
+
+    class A:  # the two notes a row can carry (journal mark_unknown / mark_error_after_write)
+        def __init__(self, note):
+            self.note = note
+    assert "no answer was recorded" in unknown_halt(A("outcome unknown: the client cancelled the call after it was sent"))
+    err = unknown_halt(A("outcome unknown: the server reported an error and no read could tell whether it applied: boom"))
+    assert "no answer was recorded" not in err and "answered with an error" in err
