@@ -119,6 +119,12 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     with_undo = sum(1 for a in view.actions if a.inverse)
     out.print(f"\n{len(view.actions)} action{'s' if len(view.actions) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
               + f" | {with_undo} with a recorded undo")
+    midway = sum(1 for a in view.actions if a.row.status == "rolling_back")
+    if midway:  # adversarial review 11: after a killed undo nothing here said so
+        ref = view.target.id if view.target.kind == "session" else view.target.id[:8]
+        out.print(f"{midway} action{'s are' if midway != 1 else ' is'} rolling_back: an undo of {'them' if midway != 1 else 'it'} "
+                  f"was interrupted, or is running now. `synartesis undo {shown(ref, line=True)}` finishes it: it reads "
+                  "each such resource first and sends only what is still needed.")
 
 
 @app.command("gates")
