@@ -20,6 +20,9 @@ What runs (the drivers are this folder's copies of the team's kit, ``shared/benc
   three calls (drift read, inverse, re-read at the bare server's p50s), and the CPU of the undo
   process itself per step (it runs under ``selfcpu.py``: every thread, not its servers).
 - ``bigread.py``: peak RSS of the proxy while relaying one 50 MB answer, over the answer's size.
+- a floor measured in the same run: ``floors/relay_threads.py`` with ``RELAY_PARSE=1``, two plain
+  threads that ``json.loads`` every frame and forward it (the least any relay that reads the
+  messages pays in Python), beside the builds in the read and write latency rows and CPU per read.
 
 Prints the issue's table (floor and goal columns, one column per build) and writes every raw
 result as JSON to --out. ``--classic`` also runs the old driver's sequential scenarios
@@ -113,6 +116,8 @@ def main() -> None:
     q = opts.quick
     py = sys.executable
     direct = f"direct=node {shlex.quote(str(FS))} {{workdir}}"
+    floor = (f"floor=env RELAY_PARSE=1 {shlex.quote(py)} {shlex.quote(str(HERE / 'floors' / 'relay_threads.py'))} "
+             f"node {shlex.quote(str(FS))} {{workdir}}")
 
     def variants(journal_for, declared: bool = False) -> list[str]:
         cmds = []
@@ -129,13 +134,13 @@ def main() -> None:
     reps = "3" if q else "15"
     rr = [py, str(HERE / "rr.py"), "--burst", "10", "--reps", reps, "--workdir", str(wd)]
     run(*rr, "--kind", "read", "--rounds", "5" if q else "30", "--warmup", "3",
-        *[a for c in [direct, *variants(per_label)] for a in ("--cmd", c.replace("{workdir}", str(wd)))],
+        *[a for c in [direct, floor, *variants(per_label)] for a in ("--cmd", c.replace("{workdir}", str(wd)))],
         "--out", str(out / "rr-read.json"), cwd=work)
     run(*rr, "--kind", "write", "--rounds", "3" if q else "10", "--warmup", "2",
-        *[a for c in [direct, *variants(per_label, declared=True)] for a in ("--cmd", c.replace("{workdir}", str(wd)))],
+        *[a for c in [direct, floor, *variants(per_label, declared=True)] for a in ("--cmd", c.replace("{workdir}", str(wd)))],
         "--out", str(out / "rr-write.json"), cwd=work)
     run(py, str(HERE / "cpu.py"), "--n", "300" if q else "2000", "--workdir", str(wd),
-        *[a for c in [direct, *variants(per_label)] for a in ("--cmd", c.replace("{workdir}", str(wd)))],
+        *[a for c in [direct, floor, *variants(per_label)] for a in ("--cmd", c.replace("{workdir}", str(wd)))],
         "--out", str(out / "cpu.json"), cwd=work)
     run(py, str(HERE / "startcpu.py"), "--out", str(out / "startcpu.json"), "4" if q else "20",
         direct.replace("{workdir}", str(wd)),
@@ -195,6 +200,16 @@ def collect(out: Path, labels: list[str]) -> dict:
         table["undo_cpu"][label] = undo.get("cpu_per_step_ms")
         table["rss"][label] = load(f"bigread-{label}.json")[label]["ratio"]
     table["write_declared"]["synartesis"] = rr_write["summary"]["declared"]["ratio"]
+    # the floor measured in this run (absent from results written before it was added)
+    measured = {"read": rr_read["summary"].get("floor", {}).get("ratio"),
+                "write": rr_write["summary"].get("floor", {}).get("ratio")}
+    if "floor" in cpu:
+        measured["cpu"] = sum(p["us_per_call"] for p in cpu["floor"]["procs"].values() if p["comm"] not in ("node", "fake"))
+    if measured["read"] is not None and measured["write"] is not None:
+        # a reversible write waits for a pre-read and the write: both through the parsing threads
+        fr, fw = rr_read["summary"]["floor"]["p50"], rr_write["summary"]["floor"]["p50"]
+        measured["write"] = measured["write_declared"] = (fr + fw) / direct_write
+    table["_floor"] = {k: v for k, v in measured.items() if v is not None}
     table["_direct"] = {"read_p50_ms": direct_read, "write_p50_ms": direct_write,
                         "direct_start_ms": start["direct"]["init_p50"]}
     return table
@@ -222,8 +237,12 @@ def print_table(table: dict, labels: list[str], quick: bool, out: Path) -> None:
     order = [lab for lab in labels if lab != "synartesis"] + ["synartesis"]
     print("\n| | floor on this machine | " + " | ".join(order) + " | goal |")
     print("|---|---|" + "---|" * len(order) + "---|")
+    measured = table.get("_floor", {})
     for key, name, floor, goal in ROWS:
         cells = [fmt(key, table[key].get(lab)) for lab in order]
+        if key in measured:  # what the parsing threads did in this run, then the issue's figure
+            how = "pre-read + write through parsing threads" if key.startswith("write") else "parsing threads"
+            floor = f"{fmt(key, measured[key])} {how}, this run; issue: {floor}"
         print(f"| {name} | {floor} | " + " | ".join(cells) + f" | {goal} |")
 
 
