@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["canonical", "canonical_bytes", "sha256_hex", "call_key", "MAX_DEPTH", "too_deep"]
+__all__ = ["canonical", "canonical_bytes", "compact", "compact_ascii", "sha256_hex", "call_key", "MAX_DEPTH", "too_deep"]
 
 # The deepest nesting synartesis journals. The journal, canonical JSON and the stdlib's JSON
 # recurse once (or twice) per level under Python's 1,000-frame limit; real tool payloads nest a
@@ -23,10 +23,39 @@ def canonical(value: Any) -> str:
     return _encode(value)
 
 
-# json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) with its encoder
-# built once: dumps builds one per call, which costs a read's journal record more than the
-# encoding itself
-_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+def _encoder(sort_keys: bool, ensure_ascii: bool) -> Any:
+    """``json.dumps(value, sort_keys=…, ensure_ascii=…, separators=(",", ":"))`` as one C
+    encoder built once. ``json.dumps`` builds a JSONEncoder, and its ``encode`` a C encoder and
+    a circular-reference table, on every call: for a read's small arguments that is two thirds
+    of the time. Without that table a circular value raises RecursionError where dumps raises
+    ValueError (nothing synartesis encodes is circular: it all came from JSON); everything else,
+    the text and the errors, is dumps's (tests/test_canonical.py)."""
+    from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
+    if c_make_encoder is None:  # a Python without the C accelerator: the stdlib's own path
+        return json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=(",", ":")).encode
+    default = json.JSONEncoder().default  # raises TypeError for what JSON has no form for
+    made = c_make_encoder(None, default, encode_basestring_ascii if ensure_ascii else encode_basestring, None,
+                          ":", ",", sort_keys, False, True)
+    join = "".join
+    return lambda value: join(made(value, 0))
+
+
+_encode = _encoder(True, False)
+_compact = _encoder(False, False)
+_compact_ascii = _encoder(False, True)
+
+
+def compact(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` with its encoder built
+    once: compact JSON in the value's own key order, non-ASCII kept (the journal's stored
+    payloads, the frames the proxy writes). Raises what ``json.dumps`` raises."""
+    return _compact(value)
+
+
+def compact_ascii(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"))``: :func:`compact` with everything past ASCII
+    escaped, so a text holding a lone surrogate stays valid UTF-8."""
+    return _compact_ascii(value)
 
 
 def canonical_bytes(value: Any) -> bytes:

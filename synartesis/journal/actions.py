@@ -12,10 +12,10 @@ Every status change is conditional where a race is possible (``expect``) and app
 
 from __future__ import annotations
 
-from json.encoder import JSONEncoder, encode_basestring
+from json.encoder import encode_basestring
 from typing import Any, Callable, Iterable
 
-from synartesis.canonical import call_key, canonical, sha256_hex
+from synartesis.canonical import call_key, canonical, compact, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.blobs import ACTION_BLOB_MIN
 from synartesis.journal.chain import ChainMixin, chain_texts
@@ -36,10 +36,6 @@ def _as_action(aid: str, run_id: str, seq: int, server: str, tool: str, rule: st
     """A plain read's columns as an ``actions`` row (the order of ACTION_COLS)."""
     return (aid, run_id, seq, server, tool, "readonly", rule, key, args_ref, None, None, result_ref, None, None, None,
             status, note, None, None, None, None, f"{run_id}:{seq}", ts, ts, gseq, None)
-
-
-# compact JSON in the value's own key order (ASCII text only: see _key_and_ref), built once
-_IN_ORDER = JSONEncoder(separators=(",", ":")).encode
 
 
 class PreparedAction:
@@ -178,7 +174,7 @@ class ActionsMixin(ChainMixin):
                 top = self._one("SELECT value FROM counters WHERE name = 'gseq'")
             gseq = int(self._require(top, "the action counter")[0])
             gseq -= len(items)
-            quoted: dict[str, str] = {}
+            quoted: dict[str, tuple[str, str, str]] = {}
             numbered: dict[str, int] = {}
             ids = new_ids(len(items))
             plain = True  # every text is ASCII: nothing for the backend to check or escape
@@ -203,7 +199,8 @@ class ActionsMixin(ChainMixin):
                 server, tool, status = it["server"], it["tool"], it["status"]
                 args, result, rule, note = it["args"], it.get("result"), it.get("rule"), it.get("note")
                 key, args_ref = self._key_and_ref(server, tool, args, quoted)
-                result_ref = None if result is None else (_digest_ref(result) or self.put_json(result))
+                names = quoted[server + "\0" + tool]
+                result_ref = None if result is None else (_digest_ref(result) or self._put_json(result))
                 aid = ids[n]
                 if status not in READ_STATUSES or not self._has_reads:  # another status: never from the proxy
                     self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})",
@@ -215,7 +212,7 @@ class ActionsMixin(ChainMixin):
                 # the chained state (canonical(action_state(row))) built from its template; text
                 # that is not ASCII takes the general path (a lone surrogate is stored escaped)
                 data = _READ_STATE % (_q(args_ref), gseq, key, "null" if result_ref is None else _q(result_ref), seq,
-                                      _q(server), _q(status), _q(tool))
+                                      names[1], _QUOTED_STATUS.get(status) or _q(status), names[2])
                 if data.isascii():
                     entry = f'["{aid}",{data}]'
                     entries.append((entry, entry))
@@ -234,23 +231,25 @@ class ActionsMixin(ChainMixin):
                                        '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id],
                                        at=ts)  # the reads' own time: a run's newest read is found by it
 
-    def _key_and_ref(self, server: str, tool: str, args: Any, quoted: dict[str, str] | None = None) -> tuple[str, str]:
+    def _key_and_ref(self, server: str, tool: str, args: Any,
+                     quoted: dict[str, tuple[str, str, str]] | None = None) -> tuple[str, str]:
         """(call_key, args_ref) with the arguments serialised once when they are small (no
         string in them can be a blob, so the ref is their canonical text inline). ``quoted``
         keeps the canonical texts of server and tool names across one batch."""
+        if quoted is None:
+            quoted = {}
+        names = quoted.get(server + "\0" + tool)
+        if names is None:  # (call key's prefix, canonical server, canonical tool): record_reads's template takes them
+            qs, qt = canonical(server), canonical(tool)
+            names = quoted[server + "\0" + tool] = (f"[{qs},{qt},", qs, qt)
         text = canonical(args)
         if len(text) < 1024 and "$synartesis." not in text and text.isascii():
-            if quoted is None:
-                quoted = {}
-            names = quoted.get(server + "\0" + tool)
-            if names is None:
-                names = quoted[server + "\0" + tool] = f"[{canonical(server)},{canonical(tool)},"
             # the ref keeps the keys in the call's order (``show`` prints them as the agent sent
             # them; put_json's inline form): with at most one ":" there is one key at most, so
             # the canonical text is that form already and is not serialised twice
-            ordered = text if text.count(":") < 2 else _IN_ORDER(args)
-            return sha256_hex(f"{names}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered  # as call_key: a name may hold a lone surrogate
-        return call_key(server, tool, args), self.put_json(args)
+            ordered = text if text.count(":") < 2 else compact(args)
+            return sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered  # as call_key: a name may hold a lone surrogate
+        return call_key(server, tool, args), self._put_json(args)
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
              step: dict | None = None, undo_id: str | None = None, **cols: Any) -> bool:
@@ -476,6 +475,7 @@ _READ_STATE = ('{"args":%s,"by":null,"class":"readonly","decision":null,"gseq":%
                '"post":null,"prior":null,"result":%s,"reverted":null,"seq":%d,"server":%s,"snapshot":null,'
                '"status":%s,"tool":%s,"used_by":null,"verify":null}')
 _q = encode_basestring  # canonical() of a str
+_QUOTED_STATUS = {status: _q(status) for status in READ_STATUSES}
 _DIGEST = '{"synartesisDigest":true,"bytes":%d,"sha256":%s,"preview":%s}'
 _DIGEST_KEYS = ["synartesisDigest", "bytes", "sha256", "preview"]
 

@@ -37,7 +37,7 @@ from itertools import accumulate
 from hashlib import sha256
 from typing import Any, Iterator
 
-from synartesis.canonical import sha256_hex
+from synartesis.canonical import compact, compact_ascii, sha256_hex
 from synartesis.errors import JournalError
 from synartesis.journal.base import JournalBase
 from synartesis.journal.rows import event_text
@@ -438,22 +438,26 @@ class BlobsMixin(JournalBase):
             self._put_blob(blob[1], blob[0])
         return ref
 
+    # what a journal operation already under its guard and transaction calls: the facade wraps
+    # every public name in a retry (facade._retrying), which an inner call does not need
+    _put_json = put_json
+
     def _encode_json(self, value: Any, blob_min: int = _BLOB_MIN) -> tuple[str, list]:
         """:meth:`put_json` without storing anything (no transaction needed, no SQL): the ref,
         and the blobs it points at as ``[digest, data]`` in the order they must be stored (its
         strings, then a skeleton too long to be inline). The lane encodes a write's payloads
         while its pre-read is at the server, off the write lock (issue 11 item 4)."""
-        skeleton = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        skeleton = compact(value)
         blobs: list = []
         if len(skeleton) >= blob_min or "$synartesis." in skeleton:
             split = self._split(value, blob_min, blobs)
-            skeleton = json.dumps(split, ensure_ascii=False, separators=(",", ":"))
+            skeleton = compact(split)
         else:
             split = value
         try:
             skeleton.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: escaped, so the text stays valid UTF-8
-            skeleton = json.dumps(split, ensure_ascii=True, separators=(",", ":"))
+            skeleton = compact_ascii(split)
         if len(skeleton) <= _INLINE_MAX:
             return "=" + skeleton, blobs
         data = skeleton.encode("utf-8", "surrogatepass")

@@ -518,6 +518,9 @@ def _members(buf: Any, start: int = 0, stop: int | None = None,
         p = comma
 
 
+_sha256: Any = None  # hashlib.sha256, imported when first used
+
+
 class LazyFrame:
     """A frame routed by its envelope and parsed only on demand (see the module docstring).
 
@@ -635,16 +638,18 @@ class LazyFrame:
         span = self.members.get("result")
         if span is None:
             return None
-        import hashlib
-        view = memoryview(self.line)[span[0]:span[1]]
-        out: dict[str, Any] = {"synartesisDigest": True, "bytes": len(view),
-                               "sha256": hashlib.sha256(view).hexdigest(),
-                               "preview": bytes(view[:PREVIEW * 4]).decode("utf-8", "replace")[:PREVIEW]}
+        global _sha256
+        if _sha256 is None:
+            from hashlib import sha256 as _sha256  # not on the proxy's start-up path
+        a, b = span
+        out: dict[str, Any] = {"synartesisDigest": True, "bytes": b - a,
+                               "sha256": _sha256(memoryview(self.line)[a:b]).hexdigest(),
+                               "preview": bytes(self.line[a:min(b, a + PREVIEW * 4)]).decode("utf-8", "replace")[:PREVIEW]}
         if self.line.find(b'"isError"', span[0], span[1]) < 0 and self.line.find(b"\\u", span[0], span[1]) < 0:
             # unescaped, the key is spelled so wherever it is (memchr speed); only a \u escape
             # can spell it otherwise ("\u0069sError"), and then the result is parsed
             error = False
-        elif len(view) <= 1 << 16:  # small enough to parse: json.loads beats walking it here
+        elif b - a <= 1 << 16:  # small enough to parse: json.loads beats walking it here
             result = self.result()
             error = isinstance(result, dict) and result.get("isError") is True
         else:

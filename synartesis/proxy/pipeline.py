@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from synartesis.canonical import MAX_DEPTH, canonical, too_deep
+from synartesis.canonical import MAX_DEPTH, canonical, compact, too_deep
 from synartesis.errors import JournalError
 from synartesis.journal.rows import NOTHING_TO_RESTORE
 from synartesis.log import log
@@ -277,7 +277,7 @@ def cap_result(result: Any) -> Any:
     journalling them whole costs every read a compression and a payload write; writes keep
     their whole result because ``--replan`` resolves ``$result`` from it.
     """
-    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    text = compact(result)
     if len(text) <= READ_RESULT_WHOLE and not too_deep(result, text):
         return result
     import hashlib
@@ -296,34 +296,45 @@ def read_record(item: dict) -> dict:
     """
     if "answer" not in item:
         return item
-    msg = item.pop("answer")
+    msg = item.pop("answer")  # the item is this read's alone (the engine settled it): completed in place
     if isinstance(msg, LazyFrame):
         if not msg.sure():  # routed by its two ends; the parse the relay thread skipped is done here
             parsed = reread(msg.line)  # over 1 MiB: its real envelope, the result not built
             mid = response_id(parsed)
             if mid is NOT_RESPONSE or id_key(mid) != id_key(msg.member("id")):
-                return {**item, "status": "unknown", "note": UNSURE_ANSWER}
-            return read_record({**item, "answer": parsed})
+                item["status"], item["note"] = "unknown", UNSURE_ANSWER
+                return item
+            item["answer"] = parsed
+            return read_record(item)
         if "error" in msg:
-            return {**item, "status": "failed", "note": f"the server answered with an error: {_error_message(msg.member('error'))}"}
+            item["status"] = "failed"
+            item["note"] = f"the server answered with an error: {_error_message(msg.member('error'))}"
+            return item
         if msg.result_size() <= READ_RESULT_WHOLE:
-            msg = {"result": msg.result()}
-            return read_record({**item, "answer": msg})
+            item["answer"] = {"result": msg.result()}
+            return read_record(item)
         digest = msg.result_digest() or {}
         if digest.pop("isError", False):
-            return {**item, "status": "failed", "note": f"the server refused the call: {digest.get('preview', '')[:500]}",
-                    "result": digest}
-        return {**item, "status": "applied", "result": digest}
+            item["status"] = "failed"
+            item["note"] = f"the server refused the call: {digest.get('preview', '')[:500]}"
+        else:
+            item["status"] = "applied"
+        item["result"] = digest
+        return item
     if not isinstance(msg, dict):
-        return {**item, "status": "unknown", "note": "the server's answer was not JSON-RPC"}
+        item["status"], item["note"] = "unknown", "the server's answer was not JSON-RPC"
+        return item
     if "error" in msg:
-        status = "unknown" if is_unknown_answer(msg) else "failed"  # unknown: a remote answer was lost
-        return {**item, "status": status, "note": f"the server answered with an error: {_error_message(msg.get('error'))}"}
+        item["status"] = "unknown" if is_unknown_answer(msg) else "failed"  # unknown: a remote answer was lost
+        item["note"] = f"the server answered with an error: {_error_message(msg.get('error'))}"
+        return item
     result = msg.get("result")
     if is_error(result):
-        return {**item, "status": "failed", "note": f"the server refused the call: {error_text(result)}",
-                "result": cap_result(result)}
-    return {**item, "status": "applied", "result": cap_result(result)}
+        item["status"], item["note"] = "failed", f"the server refused the call: {error_text(result)}"
+    else:
+        item["status"] = "applied"
+    item["result"] = cap_result(result)
+    return item
 
 
 def _error_message(err: Any) -> Any:
