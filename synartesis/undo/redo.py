@@ -119,7 +119,7 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
         name = target.name if target is not None else "this journal"
         return UndoReport(run=target.id if target else "", dry_run=opts.dry_run, status="nothing", kind="redo",
                           target=target.kind if target else "run", target_name=name,
-                          message=f"nothing to redo in {name}: no undo of it has reverted anything that is still undone")
+                          message=f"nothing to redo in {name}: nothing an undo reverted there is still undone")
     rows, last, actions = found
     if target.live_runs and not opts.force:
         raise ConflictError(f"{target.name} is still active (an agent may still be writing through it); "

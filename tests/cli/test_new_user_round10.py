@@ -1,4 +1,4 @@
-"""new user round 10, #4: `show` said `unrecoverable` for an action an undo halted on, and the
+"""new user round 10. #4: `show` said `unrecoverable` for an action an undo halted on, and the
 drift note's expected/actual lines lost their indentation. Real proxy, real filesystem server."""
 
 from __future__ import annotations
@@ -24,3 +24,14 @@ def test_show_words_an_action_an_undo_halted_on_as_halted_and_keeps_the_notes_in
     assert "1 halted" in out, out
     (action,) = json.loads(cli("show", "--json", *flags).stdout)["actions"]
     assert action["status"] == "unrecoverable", action  # the journal's word, where it is data
+
+
+def test_a_command_that_finds_no_journal_exits_2_a_configuration_error_and_says_where_it_looked(tmp_path):
+    # #6: it exited 1 (halted or refused), which the README did not say; now 2, as a journal
+    # that is not one
+    jp = tmp_path / "none.db"
+    for args in (["list"], ["show"], ["undo"], ["redo"], ["history"]):
+        res = cli(*args, "--journal", str(jp))
+        assert res.returncode == 2, (args, res.returncode, res.stderr)
+        assert f"there is no journal at {jp} yet" in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert not jp.exists()
