@@ -35,3 +35,20 @@ def test_a_command_that_finds_no_journal_exits_2_a_configuration_error_and_says_
         assert res.returncode == 2, (args, res.returncode, res.stderr)
         assert f"there is no journal at {jp} yet" in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert not jp.exists()
+
+
+def test_the_purge_dry_run_says_the_backups_are_kept(fake_home, tmp_path):
+    # #7: the plan listed what --purge deletes and said nothing of the backups it keeps
+    from installkit import DESKTOP, cli as kit_cli, fake_proxy, place
+
+    place(fake_home, "claude-desktop", DESKTOP)
+    assert kit_cli(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path)).returncode == 0
+    backups = fake_home / ".synartesis" / "backups"
+    assert backups.is_dir()
+    plan = kit_cli(tmp_path, "uninstall", "--purge", "--dry-run")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert f"will keep {backups} (backups are always kept)" in plan.stdout, plan.stdout
+    doc = json.loads(kit_cli(tmp_path, "uninstall", "--purge", "--dry-run", "--json").stdout)
+    assert doc["keep"] == [str(backups)], doc
+    plain = kit_cli(tmp_path, "uninstall", "--dry-run")  # without --purge nothing is deleted: no such line
+    assert "will keep" not in plain.stdout, plain.stdout
