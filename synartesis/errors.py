@@ -70,7 +70,11 @@ class JournalError(SynartesisError):
 
 
 class NoJournalError(JournalError):
-    """A command that reads the journal found none (only the proxy creates one)."""
+    """A command that reads the journal found none (only the proxy creates one). A configuration
+    error (exit 2), as a journal that is not one is: the location it was given holds nothing
+    to work on (new user round 10, #6: it exited 1, which says refused or halted)."""
+
+    exit_code = 2
 
 
 class JournalConfigError(JournalError):

@@ -431,6 +431,13 @@ def _kept_why(path: str) -> str:
     return ""
 
 
+def _backups(env: Env) -> Path | None:
+    """synartesis's backups folder, which ``uninstall --purge`` always keeps, when it exists."""
+    from synartesis.paths import synartesis_home
+    path = synartesis_home(env) / "backups"
+    return path if path.exists() else None
+
+
 @app.command()
 def uninstall(
     client: Optional[str] = ClientOpt,
@@ -477,6 +484,7 @@ def uninstall(
                                         "action": e.action, "reason": e.reason} for e in f.entries]}
                           for f in plan.files],
                 "purge": [str(p) for p in plan.purge_paths], "journalHolds": plan.journal_holds, "restart": plan.restart,
+                "keep": [str(b)] if purge and (b := _backups(env)) is not None else [],
                 "warnings": plan.warnings}
 
     if not json_out:
@@ -492,6 +500,8 @@ def uninstall(
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:
             out.print(f"  will delete {shown(p)}{_purge_what(p, plan.journal_holds)}")
+        if purge and (backups := _backups(env)) is not None:  # new user round 10, #7: the plan did not say
+            out.print(f"  will keep {shown(backups)}{_kept_why(str(backups))}")
     problems = _problem_code(plan.files)
     if dry_run:
         if json_out:

@@ -97,7 +97,7 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     for a in view.actions:
         row = a.row
         where = f"{row.run_id[:8]}:{row.seq:<3}" if session else f"{row.seq:>4}"
-        label = "unknown" if row.status == "pending" and not runs[row.run_id].live else row.label
+        label = _shown_label(row, runs)
         out.print(f"{where} {CLASS_BADGE.get(row.cls, '?')} {label:<13} [bold]{shown(row.qualified, line=True)}[/]  "
                   f"[dim]{class_words(row, bool(a.inverse))}[/]")
         out.print(f"       args: {shown(shorten(a.args))}")
@@ -107,14 +107,21 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
                       + (f": {shown(row.decision_note)}" if row.status == "denied" and row.decision_note else ""))
         if row.used_by:
             out.print(f"       approval used by {shown(view.carriers.get(row.used_by, row.used_by[:8]))}")
+        if row.status == "unrecoverable":  # the journal's word; --json keeps it (new user round 10, #4)
+            out.print("       halted: an undo stopped at this call without confirming it was reverted, so what it "
+                      "did may still be in effect (the note says why); `synartesis undo` tries it again")
         if row.note:
-            out.print(f"       note: {shown(shorten(row.note, 200))}")
+            # a drift note's expected/actual lines keep their indentation, under the note's text
+            lines = row.note.split("\n")
+            out.print(f"       note: {shown(shorten(lines[0], 200))}")
+            for more in lines[1:]:
+                out.print(f"             {shown(shorten(more, 200))}")
         if a.inverse:
             for inv in a.inverse:
                 out.print(f"       undo: {shown(inv['server'], line=True)}.{shown(inv['tool'], line=True)} {shown(shorten(inv['args'], 160))}")
     counts: dict[str, int] = {}
     for a in view.actions:
-        key = "unknown" if a.row.status == "pending" and not runs[a.row.run_id].live else a.row.label
+        key = _shown_label(a.row, runs)
         counts[key] = counts.get(key, 0) + 1
     with_undo = sum(1 for a in view.actions if a.inverse)
     out.print(f"\n{len(view.actions)} action{'s' if len(view.actions) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
@@ -125,6 +132,14 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
         out.print(f"{midway} action{'s are' if midway != 1 else ' is'} rolling_back: an undo of {'them' if midway != 1 else 'it'} "
                   f"was interrupted, or is running now. `synartesis undo {shown(ref, line=True)}` finishes it: it reads "
                   "each such resource first and sends only what is still needed.")
+
+
+def _shown_label(row, runs) -> str:
+    """An action's status as ``show`` words it: a pending call of an ended run is ``unknown``,
+    and ``unrecoverable`` (an undo halted on it; the word stays in ``--json``) is ``halted``."""
+    if row.status == "pending" and not runs[row.run_id].live:
+        return "unknown"
+    return "halted" if row.status == "unrecoverable" else row.label
 
 
 @app.command("gates")

@@ -157,6 +157,23 @@ class AttemptsMixin(GatesMixin):
                              (run_id,))
         return [_undo_row(r) for r in rows]
 
+    def reverts_between(self, run_ids: Iterable[str], since: str, until: str | None) -> set[str]:
+        """Ids of the actions of ``run_ids`` claimed (``rolling_back``) or reverted
+        (``rolled_back``) from ``since`` up to ``until`` (ISO times; None: no end). Attempts on a
+        run exclude each other, so between an abandoned attempt's start and the next attempt's
+        these are that attempt's own reverts (redo takes them over: adversarial review 11, F2)."""
+        ids = list(run_ids)
+        if not ids:
+            return set()
+        sql = (f"SELECT DISTINCT action_id FROM events WHERE run_id IN ({','.join('?' * len(ids))}) AND action_id "
+               "IS NOT NULL AND kind IN ('action.rolling_back', 'action.rolled_back') AND at >= ?")
+        params = [*ids, since]
+        if until is not None:
+            sql += " AND at < ?"
+            params.append(until)
+        with self._guard("read reverts"):
+            return {r[0] for r in self._all(sql, params)}
+
     def attempt_rows(self, run_ids: Iterable[str] | None = None) -> list[UndoRow]:
         """Rows of every attempt (limited to ``run_ids``), oldest first."""
         with self._guard("read undos"):

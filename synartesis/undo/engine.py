@@ -160,6 +160,9 @@ class UndoReport:
     # runs whose proxy is still running (a forced undo of a live run): left active, so what the
     # agent sends next is journalled in a run that is still open; ``runs`` says what was undone
     open_runs: list[str] = field(default_factory=list)
+    # steps (``seq`` or ``run:seq``) in ``unverified`` that an earlier undo (an ``--only``) sent
+    # unverified, not this one (new user round 10, #5: the count did not say so)
+    earlier_unverified: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -209,7 +212,7 @@ class UndoReport:
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
                 "skipped": self.skipped, "message": self.message, "stays": self.stays, "waiting": self.waiting,
-                "openRuns": self.open_runs}
+                "openRuns": self.open_runs, "earlierUnverified": self.earlier_unverified}
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))
@@ -600,11 +603,14 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         if rid not in touched or not reverted:
             continue
         unverified = sum(1 for a in reverted if done[a.id] == "unverified")
+        earlier = [a for a in reverted if done[a.id] == "unverified" and a.status == "rolled_back"]
         if any(a.status in IN_EFFECT and a.id not in done for a in acts):
             status = "partial"
         else:
             status = "compensated" if unverified else "rolled_back"
             total_unverified += unverified
+            report.earlier_unverified += [f"{a.run_id[:8]}:{a.seq}" if report.target == "session" else str(a.seq)
+                                          for a in earlier]
         statuses[rid] = status
         current = runs.get(rid)
         if current is not None and current.live:

@@ -31,31 +31,59 @@ __all__ = ["redo", "redoable"]
 _SENT = ("restored (verified)", "sent (unverified)")
 
 
-def _attempts(j: Journal, run_ids: list[str] | None) -> list[list[UndoRow]]:
-    """Finished undo and saga attempts (their rows, grouped), newest first."""
+def _attempts(j: Journal, run_ids: list[str] | None) -> list[tuple[list[UndoRow], set[str]]]:
+    """Finished undo and saga attempts, newest first: (their rows, grouped; the actions of the
+    abandoned attempts they took over). An undo or saga killed mid-way (its process gone, as
+    a stale run is found: pid and start time) owns the reverts it claimed or made before it
+    died: the next finished undo or saga on those runs finished that undo, and redo takes them
+    over with it; with none after it, the abandoned one stands alone (adversarial review 11, F2: its newest write could not be redone)."""
+    rows = j.attempt_rows(run_ids)
+    order: list[str] = []
     groups: dict[str, list[UndoRow]] = {}
-    for u in j.attempt_rows(run_ids):
-        if u.kind in ("undo", "saga") and u.status not in ("running", "abandoned") and u.report_ref:
-            groups.setdefault(u.attempt or u.id, []).append(u)
-    return sorted(groups.values(), key=lambda rows: rows[0].started_at, reverse=True)
+    for u in rows:
+        key = u.attempt or u.id
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append(u)
+    out: list[tuple[list[UndoRow], set[str]]] = []
+    owned: set[str] = set()  # reverts of abandoned attempts not yet taken over
+    alone: list[UndoRow] = []  # the newest of those attempts
+    for i, key in enumerate(order):
+        g = groups[key]
+        first = g[0]
+        if first.kind not in ("undo", "saga") or first.status == "running":
+            continue  # a redo between keeps them (what it redid is ``applied`` now, and left out)
+        if first.status == "abandoned":
+            until = groups[order[i + 1]][0].started_at if i + 1 < len(order) else None
+            owned |= j.reverts_between([u.run_id for u in g], first.started_at, until)
+            alone = g
+            continue
+        if first.report_ref:
+            out.append((g, owned))
+        owned = set()
+    if owned:
+        out.append((alone, owned))
+    return sorted(out, key=lambda group: group[0][0].started_at, reverse=True)
 
 
 def redoable(j: Journal, run_ids: list[str] | None) -> tuple[list[UndoRow], dict, list[ActionRow]] | None:
     """The newest undo of these runs (None: all runs) whose reverted actions are still
     reverted: (its rows, its report, those actions oldest first); None when there is none.
     Actions a redo sent and died on (``pending``, or ``unknown`` once recorded) are among them:
-    the redo halts there rather than say there is nothing to redo."""
-    for rows in _attempts(j, run_ids):
-        report = j.get_json(rows[0].report_ref) or {}
+    the redo halts there rather than say there is nothing to redo. So are the reverts of an
+    abandoned undo it took over (:func:`_attempts`); one still ``rolling_back`` halts the redo."""
+    for rows, owned in _attempts(j, run_ids):
+        report = (j.get_json(rows[0].report_ref) if rows[0].report_ref else None) or {}
         sent = [s["action"] for s in report.get("steps", []) if s.get("kind") == "revert" and s.get("outcome") in _SENT]
         keep = set(run_ids) if run_ids is not None else None
         actions = []
-        for aid in sent:
+        for aid in dict.fromkeys([*sent, *sorted(owned)]):
             try:
                 a = j.get_action(aid)
             except Exception:  # pruned since
                 continue
-            if a.status in ("rolled_back", "pending", "unknown") and (keep is None or a.run_id in keep):
+            ok = ("rolled_back", "pending", "unknown") + (("rolling_back",) if aid in owned else ())
+            if a.status in ok and (keep is None or a.run_id in keep):
                 actions.append(a)
         if actions:
             return rows, report, sorted(actions, key=lambda a: (a.gseq or 0, a.seq))
@@ -91,7 +119,7 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
         name = target.name if target is not None else "this journal"
         return UndoReport(run=target.id if target else "", dry_run=opts.dry_run, status="nothing", kind="redo",
                           target=target.kind if target else "run", target_name=name,
-                          message=f"nothing to redo in {name}: no undo of it has reverted anything that is still undone")
+                          message=f"nothing to redo in {name}: nothing an undo reverted there is still undone")
     rows, last, actions = found
     if target.live_runs and not opts.force:
         raise ConflictError(f"{target.name} is still active (an agent may still be writing through it); "
@@ -252,6 +280,11 @@ class _Redo:
         j, opts, q = self.j, self.opts, a.qualified
         if a.cls == "irreversible":
             return Step(a.seq, a.id, q, "left", "irreversible calls are never re-sent")
+        if a.status == "rolling_back":  # an abandoned undo's claim no undo has settled yet
+            return Step(a.seq, a.id, q, "halt", "an undo of it was interrupted while reverting this call (its "
+                        "process is gone), so whether its inverse applied is not settled yet",
+                        detail=(a.note or "") + "\nRun `synartesis undo` first: it reads the resource and finishes "
+                        "that undo; `synartesis redo` then redoes all of it.")
         if a.status != "rolled_back":  # pending or unknown: an earlier redo sent it and died
             return Step(a.seq, a.id, q, "halt", "outcome unknown: an earlier redo sent this call and ended before "
                         "its answer was recorded, so whether it applied cannot be determined",

@@ -55,4 +55,9 @@ def unverified_lines(report: UndoReport) -> list[str]:
                     f"inverse{'s' if n != 1 else ''} ({tools}) {'were' if n != 1 else 'was'} sent")
             out.append(f"{n} {what} but could not be checked by reading the resource back ({why}), so marked "
                        "unverified: check by hand.")
+    if report.earlier_unverified and not redo:  # counted in ``unverified``, tagged in no step above
+        n, steps = len(report.earlier_unverified), ", ".join(report.earlier_unverified)
+        out.append(f"{n} of the {report.unverified} unverified {'were' if n != 1 else 'was'} reverted by an earlier "
+                   f"undo (step{'s' if n != 1 else ''} {steps}, as with --only), not by this one: its inverse was "
+                   "sent without a read to check it, so check by hand.")
     return out

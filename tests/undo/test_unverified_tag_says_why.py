@@ -27,3 +27,18 @@ def test_each_unverified_step_says_why_beside_it(tmp_path, memory_server):
     assert not [x for x in mem.read_text().splitlines() if x.strip()]
     plain = json.loads(cli("list", "--json", *flags, env=env).stdout)[0]
     assert plain["statusText"] == "compensated (unverified: 2)"
+
+
+def test_an_unverified_count_that_includes_an_earlier_only_undo_says_which_step_that_was(tmp_path, memory_server):
+    # new user round 10, #5: the RESULT counted a step an earlier `--only` sent unverified,
+    # and no line of this undo said so
+    mem, env, flags = memory_run(tmp_path, memory_server, [
+        ("create_entities", {"entities": [GRACE]}),
+        ("create_relations", {"relations": [{"from": "Grace", "to": "Grace", "relationType": "knows"}]})])
+    run = json.loads(cli("list", "--json", *flags, env=env).stdout)[0]["runs"][0]["id"]
+    first = cli("undo", run, "--only", "2", *flags, env=env)
+    assert first.returncode == 0, first.stdout
+    done = cli("undo", run, *flags, env=env)
+    text = " ".join(done.stdout.split())
+    assert done.returncode == 0 and "R E S U L T compensated (unverified: 2)" in text, text
+    assert ("1 of the 2 unverified was reverted by an earlier undo (step 2, as with --only), not by this one") in text, text
