@@ -45,11 +45,11 @@ def test_a_password_reference_is_read_from_the_environment_and_a_missing_one_is_
         assert missing.returncode == 2 and "${SYN_TEST_PW}" in missing.stderr
         env = dict(os.environ, SYN_TEST_PW=pgkit.PASSWORD)
         empty = cli("list", "--journal", url, env=env)
-        assert empty.returncode == 1 and "no journal" in empty.stderr and pgkit.PASSWORD not in empty.stderr
+        assert empty.returncode == 2 and "no journal" in empty.stderr and pgkit.PASSWORD not in empty.stderr
         # a literal password on the command line is used to connect, and shown nowhere
         literal = f"postgresql://{pgkit.SUPERUSER}:{pgkit.PASSWORD}@127.0.0.1:{pg_server.port}/{name}"
         used = cli("list", "--journal", literal)
-        assert used.returncode == 1 and "no journal" in used.stderr and pgkit.PASSWORD not in used.stdout + used.stderr
+        assert used.returncode == 2 and "no journal" in used.stderr and pgkit.PASSWORD not in used.stdout + used.stderr
     finally:
         pg_server.drop_database(name)
 

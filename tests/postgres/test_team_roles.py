@@ -30,7 +30,7 @@ def test_a_member_may_not_touch_another_users_run_and_an_admin_may(tmp_path, fs_
     manifest.write_text(POLICY)
     try:
         open_journal_made = cli("team", "list", "--journal", owner_url)
-        assert open_journal_made.returncode == 1 and "no journal" in open_journal_made.stderr
+        assert open_journal_made.returncode == 2 and "no journal" in open_journal_made.stderr
         from synartesis.journal import Journal
         Journal.open(owner_url, create=True).close()  # the admin makes the journal
         for who, role in ((ana, "member"), (bo, "member"), (carol, "admin")):

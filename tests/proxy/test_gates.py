@@ -129,7 +129,7 @@ def test_decisions_are_conditional_and_default_to_the_os_user(tmp_path):
         a = j.get_action(aid)
         assert a.status == "approved" and a.decided_by == "osuser"
     nothing = cli("gates", "--journal", str(tmp_path / "nope.db"))
-    assert nothing.returncode == 1 and "no journal" in nothing.stderr
+    assert nothing.returncode == 2 and "no journal" in nothing.stderr
     assert not (tmp_path / "nope.db").exists()
 
 
