@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from typing import Optional
@@ -164,10 +165,14 @@ def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not star
         a = v.row
         out.print(f"[bold]{a.id[:8]}[/]  {a.created_at}  [bold]{shown(a.qualified, line=True)}[/]")
         _print_preview(out, v, p)
-    by = default_actor(jpath)
-    out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]} --by {by} --journal {jpath}")
-    out.print(f"approve all:  {cli_command()} approve --all --by {by} --journal {jpath}")
-    out.print(f"deny one:     {cli_command()} deny {views[0].row.id[:8]} --reason \"…\" --journal {jpath}")
+    # the commands as the person would type them here: `--by` is left out (approve defaults to
+    # the same user, as the demo runs it), and `--journal` is named only when this command was
+    # pointed at one (new user round 10, #8: `--by demo` where the demo ran without it)
+    tail = f" --journal {shlex.quote(str(jpath))}" if journal is not None or manifest is not None else ""
+    who = f" (decided as {shown(default_actor(jpath), line=True)}; --by NAME to say otherwise)"
+    out.print(f"\napprove one:  {cli_command()} approve {views[0].row.id[:8]}{tail}{who}")
+    out.print(f"approve all:  {cli_command()} approve --all{tail}")
+    out.print(f"deny one:     {cli_command()} deny {views[0].row.id[:8]} --reason \"…\"{tail}")
 
 
 def _previews(j, held: list, manifest: Optional[str], read: bool = True) -> list:
