@@ -4,6 +4,7 @@ drift note's expected/actual lines lost their indentation. Real proxy, real file
 from __future__ import annotations
 
 import json
+import os
 
 from helpers import FS_POLICY, cli, files_run
 
@@ -52,3 +53,22 @@ def test_the_purge_dry_run_says_the_backups_are_kept(fake_home, tmp_path):
     assert doc["keep"] == [str(backups)], doc
     plain = kit_cli(tmp_path, "uninstall", "--dry-run")  # without --purge nothing is deleted: no such line
     assert "will keep" not in plain.stdout, plain.stdout
+
+
+def test_gates_prints_the_approve_command_as_it_is_typed_here_without_a_by_the_demo_does_not_use(tmp_path):
+    # #8: `gates` suggested `--by demo --journal …` where the demo (in its folder, where the
+    # journal is found by itself) runs `approve ID`; --journal is named when gates was given one
+    from helpers import RawSession, kv_proxy
+
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, "delete", {"key": "k0"}).get("isError")  # no rule: held
+    here = cli("gates", "--no-read", cwd=tmp_path, env={**os.environ, "USER": "demo"})
+    assert here.returncode == 0, here.stdout + here.stderr
+    line = next(x for x in here.stdout.splitlines() if x.startswith("approve one:"))
+    assert "--by" not in line.split("(")[0] and "--journal" not in line, line
+    assert "(decided as demo; --by NAME to say otherwise)" in line, line
+    named = cli("gates", "--no-read", "--journal", str(journal), env={**os.environ, "USER": "demo"})
+    line = next(x for x in named.stdout.splitlines() if x.startswith("approve all:"))
+    assert line.endswith(f"approve --all --journal {journal}"), line
