@@ -5,7 +5,6 @@ Real proxy, real memory and filesystem servers, the shipped memory policy."""
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from helpers import FS_MOVE_POLICY, FS_POLICY, GATED_FS_POLICY, RawSession, cli, kv_proxy, memory_run, proxy_argv
@@ -179,23 +178,3 @@ def test_class_words_match_what_happens_to_a_held_new_file_and_an_unchecked_move
     assert "1 inverse (files.move_file) was sent but could not be checked" in undo.stdout, undo.stdout
     assert "its rule declares no read" in undo.stdout and "compensation" not in undo.stdout.split("R E S U L T")[0]
 
-
-def test_gates_prints_approve_commands_as_typed_here_without_a_by_nobody_gave(tmp_path, fs_server):
-    """New user round 10, #8: `gates` printed `approve … --by demo` where the demo had run
-    without `--by`; approve decides as the same default user, so the commands leave it out, name
-    who that is, and carry `--journal` only when gates itself was pointed at one."""
-    root, j, argv = _files(tmp_path, fs_server, GATED_FS_POLICY, {"a.txt": "before\n"})
-    with RawSession(argv) as s:
-        s.handshake()
-        assert s.call(1, "write_file", {"path": str(root / "a.txt"), "content": "agent\n"}).get("isError")  # held
-    pointed = cli("gates", "--no-read", *j)
-    lines = [x for x in pointed.stdout.splitlines() if x.startswith(("approve one:", "approve all:", "deny one:"))]
-    assert len(lines) == 3 and all("--journal" in x and "--by " not in x.split(" (decided as")[0] for x in lines), pointed.stdout
-    assert "decided as " in lines[0] and "--by NAME to say otherwise" in lines[0], lines[0]
-    env = {**os.environ, "SYNARTESIS_JOURNAL": j[j.index("--journal") + 1]}
-    found = cli("gates", "--no-read", env=env)  # found by itself: the printed commands find it too
-    lines = [x for x in found.stdout.splitlines() if x.startswith(("approve one:", "approve all:", "deny one:"))]
-    assert len(lines) == 3 and not any("--journal" in x for x in lines), found.stdout
-    approve = lines[0].split("approve one:", 1)[1].split(" (decided as", 1)[0].split()
-    done = cli(*approve[approve.index("approve"):], env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
