@@ -177,4 +177,3 @@ def test_class_words_match_what_happens_to_a_held_new_file_and_an_unchecked_move
     assert (root / "a.txt").read_text() == "a\n"
     assert "1 inverse (files.move_file) was sent but could not be checked" in undo.stdout, undo.stdout
     assert "its rule declares no read" in undo.stdout and "compensation" not in undo.stdout.split("R E S U L T")[0]
-
