@@ -70,7 +70,7 @@ COMMAND_INDEX = {
     "init": "policy_cmds", "check": "policy_cmds", "pin": "policy_cmds",
     "demo": "demo_cmds",
     "login": "remote_cmds", "logout": "remote_cmds", "serve": "remote_cmds",
-    "desktop": "desktop_cmds",
+    "desktop": "desktop_cmds", "console": "tui_cmds",
     "journal": "team_cmds", "team": "team_cmds",
 }
 

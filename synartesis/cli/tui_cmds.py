@@ -77,6 +77,22 @@ def console_callback(ctx: typer.Context,
         if given:
             raise UsageError(f"{given[0]} goes after the command: synartesis {ctx.invoked_subcommand} {given[0]} …")
         return
+    _open_console(manifest, journal, by)
+
+
+@app.command("console")
+def console_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
+                by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes from the console (default: the OS user).")) -> None:
+    """The console, as `synartesis` with no command opens it (new user round 11: `console` said "No such command")."""
+    _open_console(manifest, journal, by)
+
+
+def _open_console(manifest: Optional[str], journal: Optional[str], by: Optional[str]) -> None:
+    """Run the console on a terminal, or write one plain frame when stdout is not one.
+
+    Raises:
+        typer.Exit: always, with the console's return code (0 for the plain frame).
+    """
     if not wants_terminal():
         sys.stdout.write(plain_console(manifest, journal))
         raise typer.Exit(0)

@@ -45,24 +45,30 @@ def _attempts(j: Journal, run_ids: list[str] | None) -> list[tuple[list[UndoRow]
         if key not in groups:
             order.append(key)
         groups.setdefault(key, []).append(u)
+    runs_of = {key: {u.run_id for u in g} for key, g in groups.items()}
     out: list[tuple[list[UndoRow], set[str]]] = []
-    owned: set[str] = set()  # reverts of abandoned attempts not yet taken over
-    alone: list[UndoRow] = []  # the newest of those attempts
+    # abandoned attempts whose reverts no later attempt on their runs has taken over yet:
+    # (their runs, those reverts, their rows). Only an attempt on one of the same runs ends an
+    # abandoned one's window or takes it over: undos of other runs may run beside it (review 12)
+    waiting: list[tuple[set[str], set[str], list[UndoRow]]] = []
     for i, key in enumerate(order):
         g = groups[key]
         first = g[0]
+        runs = runs_of[key]
         if first.kind not in ("undo", "saga") or first.status == "running":
             continue  # a redo between keeps them (what it redid is ``applied`` now, and left out)
         if first.status == "abandoned":
-            until = groups[order[i + 1]][0].started_at if i + 1 < len(order) else None
-            owned |= j.reverts_between([u.run_id for u in g], first.started_at, until)
-            alone = g
+            after = next((groups[k][0] for k in order[i + 1:] if runs_of[k] & runs), None)
+            waiting.append((runs, j.reverts_between(sorted(runs), first.started_at,
+                                                    after.started_at if after is not None else None), g))
             continue
+        taken: set[str] = set()
+        for item in [w for w in waiting if w[0] & runs]:
+            taken |= item[1]
+            waiting.remove(item)
         if first.report_ref:
-            out.append((g, owned))
-        owned = set()
-    if owned:
-        out.append((alone, owned))
+            out.append((g, taken))
+    out.extend((g, owned) for _, owned, g in waiting if owned)
     return sorted(out, key=lambda group: group[0][0].started_at, reverse=True)
 
 

@@ -46,6 +46,18 @@ def test_piped_output_is_one_plain_frame_with_runs_and_held_calls(tmp_path):
     assert "2 sessions,  2 runs, 0 live · 1 awaiting approval" in lines[0]
 
 
+def test_console_as_a_command_is_the_console_with_no_command(tmp_path):
+    # new user round 11: `synartesis console --help` said "No such command 'console'"
+    w, newest, held = _world_with_runs_and_a_held_call(tmp_path)
+    bare = cli("--manifest", str(w.manifest), "--journal", str(w.journal))
+    named = cli("console", "--manifest", str(w.manifest), "--journal", str(w.journal))
+    assert named.returncode == 0, named.stderr
+    strip = lambda text: [ln for ln in text.splitlines() if "ago" not in ln]  # noqa: E731 - ages may tick
+    assert strip(named.stdout) == strip(bare.stdout) and "SESSIONS (newest first)" in named.stdout
+    helped = cli("console", "--help")
+    assert helped.returncode == 0 and "--journal" in helped.stdout and "--by" in helped.stdout, helped.stdout
+
+
 def test_piped_output_without_a_journal_says_where_it_looks_and_creates_nothing(tmp_path, fake_home):
     out = cli()
     assert out.returncode == 0, out.stderr
