@@ -6,7 +6,7 @@ if sys.argv[1:2] == ["--stats"]:
     sys.argv = sys.argv[1:]
     exec(open(__file__.replace("write_stages.py", "write_stages_stats.py")).read())
     raise SystemExit
-import sys, os, json, statistics, shlex
+import sys, os, json, statistics
 sys.path.insert(0, "/work/shared/bench")
 from mcpbench import Session, text_blob
 py, pol, out, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
