@@ -36,7 +36,9 @@ def _attempts(j: Journal, run_ids: list[str] | None) -> list[tuple[list[UndoRow]
     abandoned attempts they took over). An undo or saga killed mid-way (its process gone, as
     a stale run is found: pid and start time) owns the reverts it claimed or made before it
     died: the next finished undo or saga on those runs finished that undo, and redo takes them
-    over with it; with none after it, the abandoned one stands alone (adversarial review 11, F2: its newest write could not be redone)."""
+    over with it; with none after it, the abandoned one stands alone (adversarial review 11,
+    F2: its newest write could not be redone). Only attempts on the same runs bound or take over
+    an abandoned one (review 12: an undo of another run may start while it runs)."""
     rows = j.attempt_rows(run_ids)
     order: list[str] = []
     groups: dict[str, list[UndoRow]] = {}
@@ -47,9 +49,7 @@ def _attempts(j: Journal, run_ids: list[str] | None) -> list[tuple[list[UndoRow]
         groups.setdefault(key, []).append(u)
     runs_of = {key: {u.run_id for u in g} for key, g in groups.items()}
     out: list[tuple[list[UndoRow], set[str]]] = []
-    # abandoned attempts whose reverts no later attempt on their runs has taken over yet:
-    # (their runs, those reverts, their rows). Only an attempt on one of the same runs ends an
-    # abandoned one's window or takes it over: undos of other runs may run beside it (review 12)
+    # abandoned attempts no later attempt on their runs has taken over yet: (runs, reverts, rows)
     waiting: list[tuple[set[str], set[str], list[UndoRow]]] = []
     for i, key in enumerate(order):
         g = groups[key]
