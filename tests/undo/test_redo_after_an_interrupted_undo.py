@@ -43,3 +43,32 @@ def test_redo_after_a_killed_undo_and_the_undo_that_finished_it_redoes_the_newes
     after = cli("redo", *flags)  # nothing is left undone, and it says so
     assert after.returncode == 1 and "nothing to redo" in after.stdout, after.stdout
     assert own_descendants() == []
+
+
+def test_a_killed_undo_is_taken_over_by_the_undo_of_its_own_run_not_by_one_of_another_run(tmp_path, fs_server):
+    """Review 12, F1: an undo of another run of the session that ran after the killed one took
+    over its reverts, so a session redo redid only what the finishing undo sent and left the
+    newest write of the first run undone."""
+    from helpers import FS_POLICY, files_run
+    from test_undo_claims_ahead import _KILLED_AFTER_CLAIM, _three_writes
+
+    path, journal = _three_writes(tmp_path, fs_server)  # run A: a.txt v1, v2, v3
+    root, flags = files_run(tmp_path, fs_server, {"b.txt": "b0"},  # run B, the same client process
+                            [("write_file", {"path": "{root}/b.txt", "content": "b1"})], policy=FS_POLICY)
+    with open_journal(journal) as j:
+        runs = sorted(j.list_runs(), key=lambda r: r.started_at)
+        sessions = {r.session_id for r in runs}
+    assert len(runs) == 2 and len(sessions) == 1, runs
+    run_a, run_b = runs[0].id, runs[1].id
+    killed = run([sys.executable, "-c", _KILLED_AFTER_CLAIM, "undo", run_a, *flags], capture_output=True, text=True,
+                 timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert path.read_text() == "v2"  # A's newest write reverted by the killed undo
+    assert cli("undo", run_b, *flags).returncode == 0  # another run's undo, after it
+    assert (root / "b.txt").read_text() == "b0"
+    assert cli("undo", run_a, *flags).returncode == 0  # finishes the killed one
+    assert path.read_text() == "v0"
+    first = cli("redo", "--json", sessions.pop(), *flags)  # the newest undo: A's, with what the killed one reverted
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert path.read_text() == "v3", first.stdout
+    assert own_descendants() == []
