@@ -517,6 +517,7 @@ class RawSession:
         self.proc = spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=env, cwd=cwd)
         self.lines: list[bytes] = []
+        self._buf = b""
 
     def send(self, obj: Any) -> None:
         assert self.proc.stdin is not None
@@ -525,18 +526,28 @@ class RawSession:
         self.proc.stdin.flush()
 
     def read_line(self, timeout: float = 30) -> bytes:
+        """The next line of the process's stdout (without its newline), read from the descriptor
+        into a buffer of this session's own: a buffered reader under select() would leave a
+        second frame that came in the same read unseen until the timeout (review 12)."""
         assert self.proc.stdout is not None
         import select
+        fd = self.proc.stdout.fileno()
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            r, _, _ = select.select([self.proc.stdout], [], [], max(0.0, end - time.monotonic()))
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line, self._buf = self._buf[:nl], self._buf[nl + 1:]
+                self.lines.append(line)
+                return line
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no line within timeout")
+            r, _, _ = select.select([fd], [], [], left)
             if r:
-                line = self.proc.stdout.readline()
-                if not line:
+                data = os.read(fd, 1 << 16)
+                if not data:
                     raise EOFError("the process closed its stdout")
-                self.lines.append(line.rstrip(b"\n"))
-                return line.rstrip(b"\n")
-        raise TimeoutError("no line within timeout")
+                self._buf += data
 
     def wait_for(self, mid: Any, timeout: float = 30) -> tuple[bytes, dict]:
         """Read lines until the response with ``id == mid``; returns (raw bytes, parsed)."""

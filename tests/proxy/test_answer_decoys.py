@@ -9,42 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import time
 
 import pytest
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, open_journal, proxy_argv
 
 from synartesis.proxy.pipeline import UNSURE_ANSWER
-
-
-class _Frames:
-    """The proxy's stdout read straight from its descriptor (two frames that arrive together
-    must not sit unseen in a buffered reader)."""
-
-    def __init__(self, session: RawSession) -> None:
-        self.fd = session.proc.stdout.fileno()
-        self.session = session
-        self.buf = b""
-        self.lines: list[bytes] = []
-
-    def request(self, mid: int, method: str, params: dict, timeout: float = 30) -> dict:
-        self.session.send({"jsonrpc": "2.0", "id": mid, "method": method, "params": params})
-        end = time.monotonic() + timeout
-        while True:
-            while b"\n" in self.buf:
-                line, self.buf = self.buf.split(b"\n", 1)
-                self.lines.append(line)
-                msg = json.loads(line)
-                if msg.get("id") == mid and "method" not in msg:
-                    return msg
-            ready, _, _ = select.select([self.fd], [], [], max(0.0, end - time.monotonic()))
-            if not ready:
-                raise TimeoutError(f"no answer to {mid}")
-            data = os.read(self.fd, 1 << 16)
-            if not data:
-                raise EOFError("the proxy closed its stdout")
-            self.buf += data
 
 
 @pytest.mark.parametrize("pad", [0, 2 << 20], ids=["small", "over-1MiB"])
@@ -55,18 +24,17 @@ def test_a_frame_that_only_ends_like_an_answer_settles_no_call(tmp_path, decoy, 
     store.write_text(json.dumps({"k": "old"}))
     argv = proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(store)])
     with RawSession(argv, env=dict(os.environ, FAKE_DECOY=decoy, FAKE_DECOY_PAD=str(pad))) as s:
-        frames = _Frames(s)
-        frames.request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                         "clientInfo": {"name": "test-client", "version": "1"}})
+        s.request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "test-client", "version": "1"}})
         s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        put = frames.request(1, "tools/call", {"name": "put", "arguments": {"key": "k", "value": "new"}})["result"]
-        got = frames.request(2, "tools/call", {"name": "get", "arguments": {"key": "k"}})["result"]
+        put = s.request(1, "tools/call", {"name": "put", "arguments": {"key": "k", "value": "new"}})["result"]
+        got = s.request(2, "tools/call", {"name": "get", "arguments": {"key": "k"}})["result"]
         s.close()
     assert put["structuredContent"] == {"ok": True, "key": "k"}  # the real answer, not the decoy
     assert got["structuredContent"] == {"key": "k", "value": "new"}
     # every decoy reached the client as the server wrote it: the call's, and those of our own
     # reads (the put's pre-read and read-back) when parsed they are no answer of ours either
-    decoys = [line for line in frames.lines if b"decoy" in line]
+    decoys = [line for line in s.lines if b"decoy" in line]
     assert len(decoys) == 4 and all(line.endswith(b"}") and json.loads(line) for line in decoys)
     with open_journal(journal) as j:
         run = j.list_runs()[0]
