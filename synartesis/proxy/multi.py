@@ -296,6 +296,9 @@ class MultiEngine(Engine):
         """One frame from child ``server`` (on its reader thread)."""
         if isinstance(msg, LazyFrame):
             msg = msg.parse()
+        if isinstance(msg, list):
+            self._child_batch(server, line, msg)
+            return
         if not isinstance(msg, dict):
             return
         if "method" not in msg and "id" in msg:
@@ -313,13 +316,44 @@ class MultiEngine(Engine):
                 self._settle(ctx, msg, None)
             return
         if "method" in msg and "id" in msg:  # a server→client request: ids of our own
-            with self._srv_lock:
-                self._next_server_request += 1
-                ours = f"syn-srv-{self._next_server_request}"
-                self._server_requests[id_key(ours)] = (server, msg["id"])
-            self.send_to_client(dump({**msg, "id": ours}))
+            self.send_to_client(dump({**msg, "id": self._our_request_id(server, msg["id"])}))
             return
         self.send_to_client(line)
+
+    def _our_request_id(self, server: str, theirs: Any) -> str:
+        """A proxy-wide id for a request child ``server`` sent the client with id ``theirs``
+        (two children may both use id 1); the client's answer is mapped back to ``theirs``."""
+        with self._srv_lock:
+            self._next_server_request += 1
+            ours = f"syn-srv-{self._next_server_request}"
+            self._server_requests[id_key(ours)] = (server, theirs)
+        return ours
+
+    def _child_batch(self, server: str, line: Any, items: list) -> None:
+        """A JSON-RPC batch from child ``server`` (MCP has had none since 2025-06-18; an older
+        server may still send one): passed on as one batch, as the single-server form does. An
+        answer in it settles its call (its row holds what the server said), an answer to a call
+        that timed out is dropped, and a request in it gets an id of ours. The frame goes out as
+        the server wrote it when nothing in it changed. It was dropped whole before (stop 20)."""
+        out, changed = [], False
+        for item in items:
+            if isinstance(item, dict) and "id" in item and "method" not in item:
+                key = id_key(item["id"])
+                self._owner.pop(key, None)
+                ctx = self._inflight.pop(key, None)
+                if ctx is not None:
+                    self._settle(ctx, item, None)
+                elif key in self._expired:
+                    self._expired.discard(key)
+                    changed = True
+                    continue
+                else:
+                    self._requests.pop(key, None)
+            elif isinstance(item, dict) and "id" in item and "method" in item:
+                item, changed = {**item, "id": self._our_request_id(server, item["id"])}, True
+            out.append(item)
+        if out:
+            self.send_to_client(dump(out) if changed else line)
 
     def on_child_close(self, server: str) -> None:
         """A child can send nothing more: its calls in flight become ``unknown``; the session

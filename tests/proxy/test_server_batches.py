@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import RawSession, kv_proxy, open_journal
+from helpers import FAKE_SERVER, RawSession, kv_proxy, open_journal, synartesis_argv
 
 
 def test_an_answer_inside_a_server_batch_settles_its_call(tmp_path):
@@ -31,3 +31,48 @@ def test_an_answer_inside_a_server_batch_settles_its_call(tmp_path):
         assert j.get_json(rows[0].result_ref)["structuredContent"] == {"key": "k", "value": "old"}
         assert j.get_json(rows[1].snapshot_ref)["value"] == "old"
         assert j.audit(run.id).ok
+
+
+def test_a_server_batch_reaches_the_client_in_the_multi_server_form(tmp_path):
+    """Several servers behind one proxy: a child's batch was dropped whole (stop 20's leftover),
+    so the client never got its answer and the write waited out its timeout. Now it is passed
+    on and settles its calls, as in the single-server form, and the other child is unaffected."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps({"k": "old"}))
+    new.write_text(json.dumps({"k": "n"}))
+    rules = "".join(f"""  - {{match: "{s}.get", class: readonly}}
+  - match: "{s}.put"
+    class: reversible
+    snapshot: {{tool: {s}.get, args: {{key: "$.key"}}, absent_when: ["no such key"]}}
+    inverse: {{tool: {s}.put, args: {{key: "$.key", value: "$snapshot.value"}}}}
+""" for s in ("legacy", "plain"))
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
+    manifest.write_text(f"""version: 1
+servers:
+  legacy:
+    command: {json.dumps(FAKE_SERVER[0])}
+    args: {json.dumps([*FAKE_SERVER[1:], "--state", str(old)])}
+    env: {{FAKE_BATCH_ANSWERS: "1"}}
+  plain:
+    command: {json.dumps(FAKE_SERVER[0])}
+    args: {json.dumps([*FAKE_SERVER[1:], "--state", str(new)])}
+tools:
+{rules}""")
+    argv = synartesis_argv("proxy", "--manifest", str(manifest), "--journal", str(journal))
+    with RawSession(argv) as s:
+        s.handshake()
+        got = []
+        for n, (tool, args) in enumerate((("legacy__get", {"key": "k"}), ("legacy__put", {"key": "k", "value": "w"}),
+                                          ("plain__put", {"key": "k", "value": "p"})), 1):
+            s.send({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": args}})
+            got.append(json.loads(s.read_line(timeout=20)))
+        s.close()
+    assert isinstance(got[0], list) and got[0][0]["id"] == 1, got
+    assert got[0][0]["result"]["structuredContent"] == {"key": "k", "value": "old"}
+    assert isinstance(got[1], list) and got[1][0]["id"] == 2 and not got[1][0]["result"].get("isError"), got
+    assert got[2]["id"] == 3 and not got[2]["result"].get("isError"), got
+    assert json.loads(old.read_text()) == {"k": "w"} and json.loads(new.read_text()) == {"k": "p"}
+    with open_journal(journal) as j:
+        rows = [a for r in j.list_runs() for a in j.actions(r.id)]
+        assert sorted((a.server, a.tool, a.status) for a in rows) == [
+            ("legacy", "get", "applied"), ("legacy", "put", "applied"), ("plain", "put", "applied")], rows
