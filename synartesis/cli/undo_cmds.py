@@ -374,6 +374,10 @@ def result_line(report: UndoReport) -> str:
             return (f"would end {status} if the real {report.kind} finds no drift at sequence{'s' if len(later) != 1 else ''} "
                     f"{where} (checked only then); if it finds drift, {then} (dry run)")
         return f"would end {status} (dry run)"
+    if report.removed_left and not report.halted:
+        n = report.removed_left
+        return (f"{status} — what {n} call{'s' if n != 1 else ''} the undo left in place did "
+                f"{'stays' if not report.dry_run else 'would stay'} removed (see above)") + _still_open(report)
     if report.asked_for_part:
         if report.kind == "redo":  # redo takes one undo at a time, newest first (a new user's finding)
             return (f"{status} — what the last undo reverted is redone; what an earlier undo of this {whole} "

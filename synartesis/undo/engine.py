@@ -163,6 +163,9 @@ class UndoReport:
     # steps (``seq`` or ``run:seq``) in ``unverified`` that an earlier undo (an ``--only``) sent
     # unverified, not this one (new user round 10, #5: the count did not say so)
     earlier_unverified: list[str] = field(default_factory=list)
+    # a redo: how many calls the undo left in place whose effect its --force overwrite removed
+    # and this redo did not bring back (their runs end partial, and the redo exits 1)
+    removed_left: int = 0
 
     @property
     def changed(self) -> int:
@@ -196,7 +199,7 @@ class UndoReport:
         nothing to do, left an action in place, or (a ``--force`` preview) found something to
         overwrite. A run may still read ``partial`` afterwards (``--only``, ``--to``, or a
         redo of part of what is undone): what was asked was done (finding 3)."""
-        return (self.status != "nothing" and not self.halted and not self.overwrites
+        return (self.status != "nothing" and not self.halted and not self.overwrites and not self.removed_left
                 and not (self.kind != "redo" and self.left_in_place))
 
     @property

@@ -154,17 +154,23 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
         report.warnings.extend(pool.warnings)
         take_steps(j, attempt, actions, walk.one, report, stop=opts.stop)
         removed = _removed_by_overwrite(j, target, last) if left else {}
+        lost: set[str] = set()  # runs with a left-in-place call whose effect stays removed
         for s in left:
             reason, detail = "the undo left it in place (it cannot be undone), so there is nothing to redo", None
             if s["action"] in removed:
-                reason, detail = _left_but_overwritten(j, report, removed[s["action"]])
+                reason, detail, gone = _left_but_overwritten(j, report, removed[s["action"]])
+                if gone:
+                    lost.add(s.get("run") or target.id)
+                    report.removed_left += 1
             report.steps.append(Step(s["seq"], s["action"], s["tool"], "left", reason, detail=detail,
                                      run=s.get("run"), gseq=s.get("gseq")))
         statuses: dict[str, str] = {}
         redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone")}
         for rid in redone:
             still = any(a.status == "rolled_back" and a.cls != "readonly" for a in j.actions(rid))
-            statuses[rid] = "partial" if (still and not preview) or report.halted else "redone"
+            # partial too when the redo could not bring back what a left-in-place call did:
+            # the run is not as the agent left it (it ended "redone" before, stop 20's leftover)
+            statuses[rid] = "partial" if (still and not preview) or report.halted or rid in lost else "redone"
             if rid in runs and runs[rid].live:  # --force on a live run: left open, as undo leaves it
                 report.open_runs.append(rid)
             elif not preview:
@@ -207,16 +213,17 @@ def _removed_by_overwrite(j: Journal, target: Target, last: dict) -> dict[str, d
     return out
 
 
-def _left_but_overwritten(j: Journal, report: UndoReport, over: dict) -> tuple[str, str]:
-    """(reason, detail) of a left-in-place action whose effect the undo's overwrite of the
-    older step ``over`` removed: whether this redo's re-sending of that step put the state the
-    run left back (its read equals what the overwrite found) or not, and why."""
+def _left_but_overwritten(j: Journal, report: UndoReport, over: dict) -> tuple[str, str, bool]:
+    """(reason, detail, stays removed) of a left-in-place action whose effect the undo's
+    overwrite of the older step ``over`` removed: whether this redo's re-sending of that step
+    put the state the run left back (its read equals what the overwrite found) or not, and why.
+    The flag is True when what the action did is known to stay removed (or, in a dry run, will)."""
     name = (f"{over['run'][:8]}:{over['seq']}" if report.target == "session" and over.get("run") else str(over["seq"]))
     reason = (f"the undo left it in place (it cannot be undone), but its --force --yes overwrite of step {name} "
               "removed what it did")
     redone = next((s for s in report.steps if s.action == over["action"] and s.kind in ("redo", "already-redone")), None)
     if redone is None:
-        return reason, f"step {name} was not redone (see above), so what this call did stays removed"
+        return reason, f"step {name} was not redone (see above), so what this call did stays removed", True
     never = "this call is never re-sent (redo repeats only what an undo reverted)"
     if redone.kind == "redo" and redone.outcome == "would call":
         try:  # a dry run: the state the first call of that step left is what the real redo checks for
@@ -225,21 +232,21 @@ def _left_but_overwritten(j: Journal, report: UndoReport, over: dict) -> tuple[s
             first = None
         if first is None:
             return reason, (f"the redo re-sends step {name} as the run first sent it; {never}, so unless that brings "
-                            "back what it did, it stays removed")
+                            "back what it did, it stays removed"), False
         if canonical(first) == canonical(over["actual"]):
             return reason, (f"the redo re-sends step {name}, which left the resource as the overwrite found it, so "
-                            "what this call did comes back too")
+                            "what this call did comes back too"), False
         return reason, (f"the redo re-sends step {name}, which puts back only what that call left; {never}, so what "
                         f"it did stays removed\n  the overwrite found: {canonical(over['actual'])}\n  step {name} left:"
-                        f"{' ' * max(1, 10 - len(name))}{canonical(first)}")
+                        f"{' ' * max(1, 10 - len(name))}{canonical(first)}"), True
     now = redone.after if redone.kind == "redo" else None
     if now is not None and canonical(now) == canonical(over["actual"]):
         return reason, (f"redoing step {name} put the resource back as the run left it (its read shows what the "
-                        "overwrite found), so what this call did is back too")
+                        "overwrite found), so what this call did is back too"), False
     shown = f"\n  the overwrite found: {canonical(over['actual'])}" + (f"\n  now:                 {canonical(now)}"
                                                                        if now is not None else "")
     return reason, (f"redoing step {name} put back only what that call left; {never}, so what it did stays removed: "
-                    "do it again by hand if it is still wanted" + shown)
+                    "do it again by hand if it is still wanted" + shown), True
 
 
 class _Redo:

@@ -2,6 +2,8 @@
 and that the undo left in place (it cannot be undone), redo said that call had "nothing to
 redo", although the overwrite removed what it did (new user round 8, left at stop 20). Redo
 now says the overwrite removed it and whether re-sending the overwritten step brought it back.
+When it did not, the run ends partial and the redo exits 1 (it ended ``redone`` and exited 0:
+stop 20's leftover).
 Real memory server (an approved ``add_observations`` on an entity ``create_entities`` made)."""
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ def test_redo_says_the_overwrite_removed_what_a_left_in_place_call_did(tmp_path,
     assert "plays chess" not in graph.read_text()  # the overwrite removed what seq 2 did
     preview = cli("redo", "--dry-run", *flags, env=env)
     redone = cli("redo", "--json", *flags, env=env)
-    assert redone.returncode == 0, redone.stdout + redone.stderr
+    assert redone.returncode == 1, redone.stdout + redone.stderr
     report = json.loads(redone.stdout)
+    assert report["status"] == "partial" and set(report["runs"].values()) == {"partial"}, report
     (left,) = [s for s in report["steps"] if s["kind"] == "left"]
     assert left["seq"] == 2 and "nothing to redo" not in left["reason"], left
     assert ":1 removed what it did" in left["reason"] and "--force --yes overwrite of step" in left["reason"], left
@@ -27,3 +30,6 @@ def test_redo_says_the_overwrite_removed_what_a_left_in_place_call_did(tmp_path,
     text = " ".join(preview.stdout.split())
     assert ":1 removed what it did" in text and "nothing to redo" not in text, preview.stdout
     assert "which puts back only what that call left" in text and "stays removed" in text, preview.stdout
+    assert "would end partial (dry run)" in text, preview.stdout
+    plain = cli("list", *flags, env=env)
+    assert " partial " in plain.stdout and "redone" not in plain.stdout, plain.stdout
