@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 
@@ -88,6 +89,26 @@ def _load_commands(argv: list[str] | None = None) -> None:
                 raise
 
 
+def _reflowed(doc: str) -> str:
+    """``doc`` (a command's docstring) with each paragraph's line breaks made spaces, so
+    ``--help`` wraps it to the terminal: typer keeps a docstring's breaks after its first
+    paragraph, and at 80 columns its ~88-column lines broke in two (new user round 10, #10).
+    A paragraph that starts with ``\\b`` (click's "keep as written") is kept."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` (and of its sub-apps) that has no ``help=`` its
+    docstring, reflowed (:func:`_reflowed`)."""
+    for info in typer_app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = _reflowed(info.callback.__doc__)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
 def _proxy_help() -> None:
     """`synartesis proxy` is dispatched before typer; this keeps it in --help."""
 
@@ -159,6 +180,8 @@ def run(argv: list[str]) -> int:
     code (so do ``undo`` and ``redo``, which print after the work:
     :func:`synartesis.cli.undo_cmds.render_undo`)."""
     _load_commands(argv)
+    if any(a in ("-h", "--help") for a in argv):
+        _reflow_help(app)
     piped = sys.stdout is not None and not _isatty(sys.stdout)
     real = sys.stdout
     if piped:

@@ -72,3 +72,12 @@ def test_gates_prints_the_approve_command_as_it_is_typed_here_without_a_by_the_d
     named = cli("gates", "--no-read", "--journal", str(journal), env={**os.environ, "USER": "demo"})
     line = next(x for x in named.stdout.splitlines() if x.startswith("approve all:"))
     assert line.endswith(f"approve --all --journal {journal}"), line
+
+
+def test_help_reflows_a_commands_docstring_to_the_terminal_width(tmp_path):
+    """#10: `uninstall --help` at 80 columns broke each docstring line in two ("an entry that
+    was" / "deleted"): typer keeps the breaks after a docstring's first paragraph."""
+    env = {**os.environ, "COLUMNS": "80", "HOME": str(tmp_path)}
+    out = cli("uninstall", "--help", env=env).stdout
+    assert "that was deleted is not brought back" in out, out  # on one line: the paragraph reflowed
+    assert max(len(line) for line in out.splitlines()) <= 80, out
