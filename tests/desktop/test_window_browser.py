@@ -167,3 +167,60 @@ def test_a_person_approves_a_held_call_and_undoes_the_conversation_in_the_browse
         model.close()
         shutil.rmtree(root, ignore_errors=True)
     assert "Traceback" not in err, err
+
+
+def test_an_undo_that_halts_on_a_persons_edit_offers_the_three_ways_and_force_overwrites(tmp_path, fake_home, browser_page):
+    """The halt path in the browser (stop 20 left the dialog's wording untested): the plan says
+    what the undo *would* do, the real undo what it did, and force overwrites the edit."""
+    from playwright.sync_api import expect
+
+    root = Path(tempfile.mkdtemp(prefix="notes-"))
+    notes = root / "notes.txt"
+    notes.write_bytes(b"buy milk\n")
+    write_fs_policy(fake_home, root)
+    model = ScriptedModel([
+        {"text": "Rewriting.", "tool_calls": [{"name": "write_file", "arguments": {"path": str(notes), "content": "buy oat milk\n"}}]},
+        {"text": "Done."},
+    ])
+    desk = Desktop(cwd=tmp_path)
+    page = browser_page
+    try:
+        page.goto(desk.url)
+        page.wait_for_selector("body[data-ready=true]")
+        page.click("#open-settings")
+        page.select_option("#profile-select", "custom")
+        page.fill("#profile-url", model.base)
+        page.fill("#profile-model", "scripted")
+        page.click("#save-settings")
+        page.click("#settings button[value=close]")
+        page.click("#new-conversation")
+        page.fill("#composer-text", "Rewrite my notes.")
+        page.keyboard.press("Enter")
+        write = page.locator('.card[data-tool="files.write_file"]')
+        expect(write.locator(".card-status")).to_have_text("applied", timeout=60_000)
+        expect(page.locator("#transcript .msg.assistant").last).to_contain_text("Done.", timeout=30_000)
+        notes.write_bytes(b"buy oat milk\nand bread (a person's edit)\n")
+
+        page.click("#undo-conversation")
+        dialog = page.locator("#undo-dialog")
+        expect(dialog).to_have_attribute("data-phase", "plan", timeout=60_000)
+        expect(dialog.locator(".ways")).to_contain_text(
+            "The undo would halt at sequence 1: drift detected. It would touch nothing older. Three ways on:")
+        expect(dialog.locator(".ways")).to_contain_text("put the resource back the way the run left it, then Replan;")
+        dialog.get_by_role("button", name="Replan").click()
+        expect(dialog).to_have_attribute("data-phase", "halted", timeout=60_000)
+        expect(dialog.locator(".ways")).to_contain_text("Halted at sequence 1: drift detected. Nothing older was touched.")
+        assert b"a person's edit" in notes.read_bytes()  # a halt changes nothing
+        dialog.get_by_role("button", name="Preview force").click()
+        expect(dialog).to_have_attribute("data-phase", "force-preview", timeout=60_000)
+        expect(dialog).to_contain_text("would overwrite 1 drifted resource(s) shown above. Nothing was changed.")
+        assert b"a person's edit" in notes.read_bytes()
+        dialog.get_by_role("button", name="Overwrite (force)").click()
+        expect(dialog).to_have_attribute("data-phase", "done", timeout=60_000)
+        assert notes.read_bytes() == b"buy milk\n"
+        assert not page.errors, page.errors
+    finally:
+        code, err = desk.stop()
+        model.close()
+        shutil.rmtree(root, ignore_errors=True)
+    assert "Traceback" not in err, err

@@ -377,13 +377,16 @@ function renderReports(reports, dry) {
   return body;
 }
 
-function ways(report, lead) {
+function ways(report, planned) {
+  // a plan (dry run) touched nothing yet: it says what the undo would do, a real undo what it did;
   // an unknown outcome has no "way the run left it" to put back: offer what can be done
   const unknown = report.halted.reason.startsWith("outcome unknown");
+  const lead = planned ? `The undo would halt at sequence ${report.halted.seq}: ${report.halted.reason}. It would touch nothing older.`
+                       : `Halted at sequence ${report.halted.seq}: ${report.halted.reason}. Nothing older was touched.`;
   return el("div", { class: "ways" },
-    el("p", { text: `${lead} at sequence ${report.halted.seq}: ${report.halted.reason}. Nothing older was touched. Three ways on:` }),
+    el("p", { text: `${lead} Three ways on:` }),
     el("ol", {}, el("li", { text: "leave it as it is;" }),
-      el("li", { text: unknown ? "check the resource by hand; put back as it was before the call, Undo finds nothing to undo there;"
+      el("li", { text: unknown ? "check the resource by hand and put it back as it was before the call, then Undo again (it then finds nothing to undo there);"
                                : "put the resource back the way the run left it, then Replan;" }),
       el("li", { text: unknown ? "Force: step over this action (leaving whatever it did) and undo the older ones."
                                : "Force: first see what would be overwritten, then overwrite it." })));
@@ -425,7 +428,7 @@ async function runUndo(flags) {
   const body = renderReports(data.reports, data.dryRun);
   const close = el("button", { type: "button", class: "ghost", onclick: () => dlg.close(), text: flags.dryRun ? "Cancel" : "Close" });
   if (flags.dryRun && halted) {
-    body.push(ways(halted, "The undo would halt here"));
+    body.push(ways(halted, true));
     buttons.replaceChildren(close,
       el("button", { type: "button", class: "ghost", text: "Replan", onclick: () => runUndo({ dryRun: false, replan: true }) }),
       el("button", { type: "button", class: "danger", text: "Preview force", onclick: () => runUndo({ dryRun: false, force: true }) }));
@@ -441,7 +444,7 @@ async function runUndo(flags) {
     buttons.replaceChildren(close, el("button", { type: "button", class: "danger", text: "Overwrite (force)",
       onclick: () => runUndo({ dryRun: false, force: true, yes: true }) }));
   } else if (halted) {
-    body.push(ways(halted, "Halted"));
+    body.push(ways(halted, false));
     buttons.replaceChildren(close,
       el("button", { type: "button", class: "ghost", text: "Replan", onclick: () => runUndo({ dryRun: false, replan: true }) }),
       el("button", { type: "button", class: "danger", text: "Preview force", onclick: () => runUndo({ dryRun: false, force: true }) }));
