@@ -609,7 +609,12 @@ class LazyFrame:
             if value is _UNREAD:
                 try:
                     value = json.loads(token)
-                except (ValueError, RecursionError):
+                except UnicodeDecodeError:  # read with the bytes replaced, as parse_lenient reads a frame
+                    try:
+                        value = json.loads(bytes(token).decode("utf-8", "replace"))
+                    except (ValueError, RecursionError):
+                        value = default
+                except (ValueError, RecursionError):  # not JSON, too deep, or an int json.loads refuses
                     value = default
         if key == "id" and default is None:
             self._id = value
@@ -649,8 +654,9 @@ class LazyFrame:
             # unescaped, the key is spelled so wherever it is (memchr speed); only a \u escape
             # can spell it otherwise ("\u0069sError"), and then the result is parsed
             error = False
-        elif b - a <= 1 << 16:  # small enough to parse: json.loads beats walking it here
-            result = self.result()
+        elif b - a <= 1 << 16 and (result := self.result()) is not None:
+            # small enough to parse: json.loads beats walking it here (when it reads it at all:
+            # an int of over 4,300 digits it refuses, and then the bytes are walked)
             error = isinstance(result, dict) and result.get("isError") is True
         else:
             error = self._result_is_error(span)

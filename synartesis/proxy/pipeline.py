@@ -310,9 +310,11 @@ def read_record(item: dict) -> dict:
             item["status"] = "failed"
             item["note"] = f"the server answered with an error: {_error_message(msg.member('error'))}"
             return item
-        if msg.result_size() <= READ_RESULT_WHOLE:
-            item["answer"] = {"result": msg.result()}
+        if msg.result_size() <= READ_RESULT_WHOLE and (result := msg.result()) is not None:
+            item["answer"] = {"result": result}
             return read_record(item)
+        # over 1 KiB, or a result json.loads will not read (an int of over 4,300 digits, which
+        # the client's JavaScript reads): digested from its bytes (adversarial review 14)
         digest = msg.result_digest() or {}
         if digest.pop("isError", False):
             item["status"] = "failed"
