@@ -67,6 +67,7 @@ class Journal(TeamMixin):
         try:
             with _guarded(db):
                 migrate(db)
+            db.tighten()  # only now: the file is known to be a journal
         except BaseException:
             db.close()
             raise

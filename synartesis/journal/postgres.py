@@ -144,6 +144,9 @@ class PostgresBackend:
                                      "runs (or by `synartesis journal migrate --to URL`)")
         return db
 
+    def tighten(self) -> None:
+        """Nothing to tighten: the server keeps the data (the SQLite backend's file modes)."""
+
     def close(self) -> None:
         try:
             self._raw.close()

@@ -91,8 +91,11 @@ class SqliteBackend:
         elif p.is_dir():
             raise JournalConfigError(f"the journal at {p} could not be opened: it is a directory")
         else:
-            warnings.extend(_tighten(p))
-            created = p.stat().st_size == 0  # made by a proxy starting beside this one, or by hand
+            st = p.stat()  # through a symlink: the file the journal would be
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block or fail as "disk I/O error"
+                raise JournalConfigError(f"the journal at {p} could not be opened: it is not a regular file "
+                                         f"({_kind(st.st_mode)})")
+            created = st.st_size == 0  # made by a proxy starting beside this one, or by hand
         try:
             conn = sqlite3.connect(str(p), timeout=10.0, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 10000")
@@ -110,6 +113,13 @@ class SqliteBackend:
         except sqlite3.DatabaseError as exc:
             raise cls.error(p, "open", exc) from None
         return cls(p, conn, warnings)
+
+    def tighten(self) -> None:
+        """Tighten the file's mode (and its folder's) once it is known to be a journal: the
+        caller migrated it. Before that, a path that pointed at someone's own file (a symlink,
+        another program's database) had its mode changed (adversarial review 14). What was done
+        or could not be done is added to :attr:`warnings`."""
+        self.warnings.extend(_tighten(self.path))
 
     def close(self) -> None:
         try:
@@ -246,6 +256,15 @@ def _storable(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in a word or two."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _tighten(p: Path) -> list[str]:
