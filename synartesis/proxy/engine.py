@@ -39,7 +39,8 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, reread, response_id)
+from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, refusal, reread,
+                                      response_id)
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
@@ -559,8 +560,7 @@ class Engine:
             # Never forward what we cannot read: a server decoding it leniently (bad UTF-8
             # replaced, deep nesting) could run a tools/call that bypassed the gate and journal.
             log("warn", "refused an unparseable line from the client", bytes=len(line))
-            self.send_to_client(dump({"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32700, "message": "Parse error: synartesis forwards only valid UTF-8 JSON"}}))
+            self.send_to_client(dump(refusal(line)))
             return
         if isinstance(msg, list):
             self._client_batch(line, msg)

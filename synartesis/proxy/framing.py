@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["INVALID", "LARGE", "NOT_RESPONSE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "id_key", "parse", "parse_lenient",
-           "parse_lenient_small", "read_frames", "reread", "response_id", "write_frame"]
+           "parse_lenient_small", "read_frames", "refusal", "reread", "response_id", "unreadable", "write_frame"]
 
 #: frames above this many bytes are routed by their envelope and parsed only on demand
 LARGE = 1 << 20
@@ -269,7 +269,8 @@ def parse_lenient(line: Any) -> Any:
         return lazy
     if len(line) > LARGE:
         return LazyFrame.scan(line)
-    return parse_lenient_small(line)
+    msg = parse_lenient_small(line)
+    return msg if msg is not None else LazyFrame.scan(line)  # see unreadable()
 
 
 def reread(line: Any) -> Any:
@@ -279,7 +280,39 @@ def reread(line: Any) -> Any:
     one parsed in full (:func:`parse_lenient_small`)."""
     if len(line) > LARGE:
         return LazyFrame.scan(line)
-    return parse_lenient_small(line)
+    msg = parse_lenient_small(line)
+    return msg if msg is not None else LazyFrame.scan(line)  # see unreadable()
+
+
+def unreadable(line: Any) -> LazyFrame | None:
+    """A frame ``json.loads`` refused although its envelope is JSON: read by the envelope
+    reader, as a frame over :data:`LARGE` is, so it is routed by its ``id``; None when the
+    envelope is not JSON either. JSON sets no limit that CPython's reader has: an int of over
+    4,300 digits (its int-string limit), nesting past its recursion limit. A JavaScript client
+    or server reads both, so such a frame is a real answer (adversarial review 14: an answer
+    routed as nothing left the lane waiting for it until the call timeout)."""
+    return LazyFrame.scan(line)
+
+
+def refusal(line: Any) -> dict:
+    """The JSON-RPC error for a client frame :func:`parse` refused. Under the request's own
+    ``id`` when its envelope names one (a request that is valid JSON Python's reader refuses,
+    :func:`unreadable`, or one broken inside its params), so the client's request is answered
+    and not left waiting; otherwise ``id`` null, as JSON-RPC has it for a parse error. Only a
+    frame that is valid UTF-8 is looked into (adversarial review 14, F4)."""
+    frame = None
+    try:
+        bytes(line).decode("utf-8")
+        frame = LazyFrame.scan(line)
+    except (UnicodeDecodeError, ValueError):
+        pass
+    mid = frame.member("id") if frame is not None and not frame.is_batch and "method" in frame else None
+    if mid.__class__ in (int, str):
+        return {"jsonrpc": "2.0", "id": mid, "error": {"code": -32700, "message": (
+            "Parse error: synartesis could not read this request (it is not valid JSON, or JSON that Python's reader "
+            "refuses: a number of over 4,300 digits, or nesting too deep), so it was not sent to the server")}}
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
+                                                   "message": "Parse error: synartesis forwards only valid UTF-8 JSON"}}
 
 
 class _Invalid:
@@ -626,6 +659,23 @@ class LazyFrame:
     def parse(self) -> Any:
         """The whole value (costs what ``json.loads`` costs); None when it does not parse."""
         return parse_lenient_small(self.line)
+
+    def readable(self) -> Any:
+        """:meth:`parse`, or for a frame ``json.loads`` will not read (:func:`unreadable`) an
+        envelope of what can be known without it: ``jsonrpc`` and ``id``, ``error`` (parsed
+        when it can be) or ``result`` as its digest (:meth:`result_digest`, ``isError``
+        included). None for a batch or a frame with neither."""
+        value = self.parse()
+        if value is not None or self.is_batch:
+            return value
+        out = {k: self.member(k) for k in ("jsonrpc", "id") if k in self}
+        if "error" in self:
+            out["error"] = self.member("error") or {"message": "an error synartesis could not read"}
+        elif "result" in self:
+            out["result"] = self.result_digest()
+        else:
+            return None
+        return out
 
     def result(self) -> Any:
         """The parsed ``result`` member alone (None when absent or unreadable)."""

@@ -649,7 +649,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
         return
     raw = msg.line if isinstance(msg, LazyFrame) else None
     if isinstance(msg, LazyFrame):
-        msg = msg.parse()
+        msg = msg.readable()  # an answer json.loads will not read: its result digested
     if not isinstance(msg, dict):
         j.mark_unknown(action_id, "outcome unknown: the server's answer was not JSON-RPC")
         return

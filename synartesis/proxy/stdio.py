@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from synartesis.proxy.framing import (LazyFrame, dump, parse_lenient, parse_lenient_small, read_frames, response_id,
-                                      write_frame)
+                                      unreadable, write_frame)
 from synartesis.proxy.spawn import popen_server
 from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFailed, RequestIds, request_body
 
@@ -157,9 +157,10 @@ class StdioUpstream:
         if mid.__class__ is str and self.ids.owns(mid):
             if isinstance(msg, LazyFrame):
                 if not msg.sure():  # its ends may not tell the whole truth: route it parsed
-                    self._dispatch_parsed(line, parse_lenient_small(line))
+                    self._dispatch_parsed(line, parse_lenient_small(line) or unreadable(line))
                     return
-                msg = msg.parse()
+                parsed = msg.parse()
+                msg = parsed if parsed is not None else msg  # one json.loads will not read: result_of says so
             waiting = self._pending.pop(mid, None)
             if waiting is not None:
                 waiting.complete(msg)
@@ -243,6 +244,10 @@ class StdioUpstream:
         """The ``result`` of an answer; RequestFailed for a failure or a JSON-RPC error."""
         if isinstance(outcome, RequestFailed):
             raise outcome
+        if isinstance(outcome, LazyFrame):  # framing.unreadable: valid JSON Python's reader refuses
+            raise RequestFailed(f"{self.label} answered {method} with JSON that synartesis cannot read (a number of "
+                                "over 4,300 digits, or nesting too deep for Python's JSON reader)", "error",
+                                {"message": "an answer synartesis cannot read"})
         if not isinstance(outcome, dict):
             raise RequestFailed(f"{self.label} answered {method} with something that is not JSON-RPC", "error",
                                 {"message": "not a JSON-RPC answer"})

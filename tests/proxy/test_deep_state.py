@@ -30,10 +30,12 @@ def test_a_call_whose_arguments_nest_too_deep_is_refused_with_a_sentence(tmp_pat
     with RawSession(argv) as s:
         s.handshake()
         answers = [s.request(1, "tools/call", {"name": "put", "arguments": {"key": "k0", "value": _deep(300)}})]
-        # deeper than the stdlib parses: refused as unreadable (a parse error, id null), never forwarded
+        # deeper than the stdlib parses: refused as unreadable (a parse error), never forwarded;
+        # under its own id, read from the envelope (it was id null: the client's request 2 was
+        # never answered, adversarial review 14)
         s.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"put","arguments":'
                b'{"key":"k0","value":' + b"[" * 5000 + b"]" * 5000 + b"}}}")
-        answers.append(s.wait_for(None)[1])
+        answers.append(s.wait_for(2)[1])
         ok = s.call(3, "put", {"key": "k1", "value": _deep(20)})  # the relay goes on
     for answer in answers:
         assert "internal error" not in json.dumps(answer), answer
