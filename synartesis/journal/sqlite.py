@@ -96,6 +96,11 @@ class SqliteBackend:
                 raise JournalConfigError(f"the journal at {p} could not be opened: it is not a regular file "
                                          f"({_kind(st.st_mode)})")
             created = st.st_size == 0  # made by a proxy starting beside this one, or by hand
+            if created and not create and _empty(p.parent / (p.name + "-wal")):
+                # only a proxy starts a journal: another command would have made one of an
+                # empty file given by mistake (adversarial review 14)
+                raise NoJournalError(f"there is no journal at {p} yet (the file is empty); one is created by the first "
+                                     "proxy that writes to it")
         try:
             conn = sqlite3.connect(str(p), timeout=10.0, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 10000")
@@ -256,6 +261,14 @@ def _storable(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
+
+
+def _empty(p: Path) -> bool:
+    """True when ``p`` is missing or holds no bytes."""
+    try:
+        return p.stat().st_size == 0
+    except OSError:
+        return True
 
 
 def _kind(mode: int) -> str:

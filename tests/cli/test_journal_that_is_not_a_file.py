@@ -51,3 +51,12 @@ def test_another_programs_sqlite_database_given_as_the_journal_keeps_its_mode(tm
     res = cli("list", "--journal", str(other), timeout=60)
     assert res.returncode == 2 and "not a Synartesis journal" in res.stderr, res.stderr
     assert stat.S_IMODE(other.stat().st_mode) == 0o644, oct(other.stat().st_mode)  # was 0600
+
+
+def test_an_empty_file_given_as_the_journal_is_no_journal_yet_and_stays_empty(tmp_path):
+    empty = tmp_path / "journal.db"
+    empty.write_bytes(b"")
+    for args in COMMANDS:
+        res = cli(*args, "--journal", str(empty), timeout=60)
+        assert res.returncode == 2 and "there is no journal at" in res.stderr, (args, res.returncode, res.stderr)
+    assert empty.stat().st_size == 0  # was: `list` made a 27 KB journal of it
