@@ -25,7 +25,7 @@ from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, READ_COLS, READ_
 __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE", "PreparedAction"]
 
 # How a tool error after a write is settled by re-reading the resource (issue 10 item 4).
-ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown"}
+ERROR_AFTER_WRITE = {"unchanged": "failed", "changed": "applied", "unreadable": "unknown", "present": "unknown"}
 
 _INSERT_ACTION = f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})"
 _INSERT_READ = f"INSERT INTO reads ({READ_COLS}) VALUES ({','.join('?' * (READ_COLS.count(',') + 1))})"
@@ -358,7 +358,8 @@ class ActionsMixin(ChainMixin):
         ``reread`` is ``unchanged`` (same as the snapshot) → ``failed``; ``changed`` →
         ``applied``, the error kept in the note, with the inverse, read and post-state so undo
         can put it back; ``unreadable`` or None (no read to settle it) → ``unknown``, where
-        undo halts. Returns the status written.
+        undo halts; ``present`` (a rule's settle read found the resource, which may have been
+        there before the call) → ``unknown``. Returns the status written.
         """
         status = ERROR_AFTER_WRITE.get(reread or "unreadable", "unknown")
         with self._guard("settle an error after a write"), self._tx():
@@ -372,6 +373,7 @@ class ActionsMixin(ChainMixin):
                           verify_ref=self._put_payload(verify), post_ref=self._put_payload(post))
             else:
                 why = ("no read could tell whether it applied" if reread is None
+                       else "its settle read found the resource, which this call may have made" if reread == "present"
                        else "the resource could not be read again to tell whether it applied")
                 self._set(action_id, "unknown", note=f"outcome unknown: the server reported an error and {why}: {error}",
                           expect=("pending",), result_ref=self._put_payload(result))

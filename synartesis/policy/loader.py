@@ -34,7 +34,8 @@ __all__ = ["load_policy", "parse_policy"]
 
 _TOP_KEYS = {"version", "servers", "tools", "production_patterns", "journal", "journal_fallback"}
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note", "saga"}
-_RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state"}
+_RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state",
+              "settle"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
 _PROVENANCE = ("live", "documented")
 
@@ -378,6 +379,8 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
             inverse = (_call(loc, inverse_raw, path + ("inverse",), servers, allowed=allowed | {"snapshot"}),)
     verify = _call(loc, raw["verify"], path + ("verify",), servers, allowed={"args", "result"},
                    reads=True) if "verify" in raw else None
+    settle = _call(loc, raw["settle"], path + ("settle",), servers, allowed={"args"},
+                   reads=True) if "settle" in raw else None
 
     if cls in ("reversible", "compensable") and not inverse:
         raise loc.error(path + ("class",), f"a {cls} tool must declare an inverse")
@@ -389,6 +392,11 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
         raise loc.error(path + ("verify",), "verify is for compensable tools (a reversible tool's snapshot is its drift read)")
     if verify and snapshot:
         raise loc.error(path + ("verify",), "verify is used only where no pre-read exists; this rule has a snapshot")
+    if settle and cls == "readonly":
+        raise loc.error(path + ("settle",), "a readonly tool needs no settle read (its error changes nothing)")
+    if settle and (snapshot or verify):
+        raise loc.error(path + ("settle",), "settle is used only where no other read exists; this rule's "
+                        f"{'snapshot' if snapshot else 'verify read'} already settles an error")
     uses_snapshot = False
     for j, call in enumerate(inverse):
         ipath = path + (("inverse", j) if isinstance(inverse_raw, list) else ("inverse",))
@@ -402,7 +410,7 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
     if "post_state" in raw:
         post_state = _post_state(loc, raw["post_state"], path + ("post_state",), snapshot, verify)
     return Rule(match=match, cls=cls, gate=gate, snapshot=snapshot, inverse=inverse, verify=verify,
-                when=when, sql_arg=sql_arg, note=note, index=i, post_state=post_state)
+                when=when, sql_arg=sql_arg, note=note, index=i, post_state=post_state, settle=settle)
 
 
 def _post_state(loc: _Located, value: Any, path: tuple, snapshot: CallTemplate | None,

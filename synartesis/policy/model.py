@@ -116,6 +116,9 @@ class Rule:
     index: int = -1
     matched: bool = True
     post_state: Any = None  # what the read returns right after the call (a template), if declared
+    # a read made only when the server answers the call with an error and no snapshot or
+    # verify read can tell whether it applied: "absent" there means nothing was made (failed)
+    settle: CallTemplate | None = None
 
     def applies(self, qualified: str, args: Any) -> bool:
         """True when this rule's pattern matches ``server.tool`` and its ``when`` holds."""

@@ -752,7 +752,9 @@ def _error_after_write(host: CallHost, action_id: str, rule: Rule, args: Any, re
     with its rule's pre-read (compared with the snapshot) or, with none, its ``verify`` read
     (the resource the call makes: absent means nothing was made): unchanged → ``failed``,
     changed → ``applied`` with the error kept and an inverse (so undo can put it back),
-    unreadable → ``unknown``. With no read to settle it, an error on a write is ``unknown``.
+    unreadable → ``unknown``. A rule with neither may declare a ``settle`` read, made only
+    here: absent → ``failed``; present → ``unknown`` (it may have been there before: nothing
+    was read before the call). With no read to settle it, an error on a write is ``unknown``.
     """
     j = host.journal
     error = error_text(result)
@@ -773,6 +775,18 @@ def _error_after_write(host: CallHost, action_id: str, rule: Rule, args: Any, re
         except RefError:
             verify_read = None  # e.g. it reads the id the call would have returned
         before = {"present": False}  # what the call makes did not exist before it
+    elif rule.settle is not None:
+        try:
+            settle = resolve_call(rule.settle, scope)
+        except RefError:
+            settle = None
+        if settle is not None:
+            now = host.read(settle).observation()
+            status = j.mark_error_after_write(action_id, result=result, error=error, reread=(
+                "unreadable" if now is None else "unchanged" if not now.get("present") else "present"))
+            log("warn" if status != "failed" else "info", "the server reported an error", action=action_id,
+                status=status, error=error)
+            return
     reread: str | None = None
     now: dict | None = None
     if verify_read is not None:

@@ -268,7 +268,7 @@ def analyse_server(policy, spec, tools: list[dict], server_info: dict | None = N
         counts[r.cls] = counts.get(r.cls, 0) + 1
     missing: list[str] = []
     for r in policy.rules:  # a template on this server may belong to a rule of another one
-        calls = [("snapshot", r.snapshot), ("verify", r.verify)] + [("inverse", c) for c in r.inverse]
+        calls = [("snapshot", r.snapshot), ("verify", r.verify), ("settle", r.settle)] + [("inverse", c) for c in r.inverse]
         for part, call in calls:
             if call is not None and call.server == name and call.tool not in adv:
                 missing.append(f"{r.match}: its {part} calls {name}.{call.tool}, which {name} does not advertise")
