@@ -340,14 +340,17 @@ _EVENT_DICT = (
 _EVENT_PACK_MIN = 160  # shorter texts are stored as they are (zlib's header would eat the gain)
 
 
-def packed_event(text: str, level: int = 9) -> "str | bytes":
+def packed_event(text: str, level: int = 9, mem_level: int = 4) -> "str | bytes":
     """What a SQLite journal stores for an event whose data is ``text`` (valid UTF-8);
-    ``level``: zlib's (1 fastest … 9 smallest; any level reads back alike)."""
+    ``level``: zlib's (1 fastest … 9 smallest; any level reads back alike); ``mem_level``:
+    zlib's hash table size (1 … 9; any reads back alike)."""
     if len(text) < _EVENT_PACK_MIN:
         return text
-    # a 4 KiB window (the dictionary and a state fit in it) and a small hash table: zlib's
-    # default state is about 270 KB, allocated for every event; the stream reads back the same
-    z = zlib.compressobj(level, zlib.DEFLATED, 12, 4, zdict=_EVENT_DICT)
+    # a 4 KiB window (the dictionary and a state fit in it) and, by default, a small hash table:
+    # zlib's default state is about 270 KB, allocated for every event; the stream reads back the
+    # same. A batch of reads (tens of KB) takes memLevel 8: its hash chains are shorter, which
+    # is faster than the allocation costs (2.3 against 3.4 µs a read in a batch of 65, 2 % smaller)
+    z = zlib.compressobj(level, zlib.DEFLATED, 12, mem_level, zdict=_EVENT_DICT)
     packed = z.compress(text.encode("utf-8")) + z.flush()
     return packed if len(packed) < len(text) else text
 

@@ -91,3 +91,19 @@ def test_a_schema_5_journal_keeps_its_reads_in_actions_and_new_ones_go_to_the_re
     assert any("action 1" in p and "row is gone" in p for p in problems)
     assert any("action 4" in p and "edited afterwards" in p for p in problems)
     j.close()
+
+
+def test_a_batch_of_reads_is_stored_packed_and_reads_back_as_its_chained_text(new_journal):
+    """The reads.record event is packed with zlib's memLevel 8 (faster for tens of KB); any
+    memLevel reads back alike, and the batch audits."""
+    from synartesis.journal.rows import event_text, packed_event
+
+    j = new_journal()
+    run = j.begin_run("t", {})
+    _reads(j, run, [f"/p/{n}" for n in range(65)])
+    [(data,)] = j.conn.execute("SELECT data FROM events WHERE kind = 'reads.record'").fetchall()
+    text = event_text(data)
+    assert text.startswith('{"reads":[') and text.count('"status":"applied"') == 65 and j.audit(run).ok
+    if j.db.name == "sqlite":
+        assert isinstance(data, bytes) and len(data) < len(text) // 2
+        assert {event_text(packed_event(text, 1, m)) for m in range(1, 10)} == {text}
