@@ -19,6 +19,7 @@ from synartesis.services.policy_checks import (
     describe_provenance,
     init_server,
     pin_policy,
+    write_pins,
 )
 
 __all__ = ["init", "check", "pin"]
@@ -152,14 +153,23 @@ def check(
 def pin(
     server: Optional[List[str]] = typer.Option(None, "--server", help="Pin only this server (repeat for several)."),
     manifest: Optional[str] = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
+    write: bool = typer.Option(False, "--write", help="Write the pins into the policy (comments and layout kept) "
+                               "instead of printing them."),
 ) -> None:
     """Start the server(s) and print a `pins:` block per server (sha256 of each tool's name,
-    title, description, schemas and annotations) to paste into the policy. Writes nothing."""
+    title, description, schemas and annotations) to paste into the policy; with --write, put
+    them there (each server's pins: replaced)."""
     import sys
 
     result = pin_policy(manifest, server)
-    sys.stdout.write(result.text)
     for s in result.servers:
         if s.changed:
             sys.stderr.write(f"synartesis: {s.name}: {len(s.changed)} tool(s) differ from the pins in "
-                             f"{result.policy_path}: {', '.join(s.changed)}\n")
+                             f"{result.policy_path}: {', '.join(s.changed)}"
+                             + (" (replaced)" if write else "") + "\n")
+    if write:
+        write_pins(result)
+        for s in result.servers:
+            sys.stdout.write(f"pinned {len(s.pins)} tool(s) of {s.name} in {result.policy_path}\n")
+        return
+    sys.stdout.write(result.text)

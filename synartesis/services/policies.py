@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -36,6 +36,7 @@ from synartesis.services.declared import read_declaration
 __all__ = [
     "ServerPolicyPlan",
     "ShippedPolicy",
+    "set_pins_text",
     "KnownEntry",
     "SYNARTESIS_NOTE_PREFIX",
     "shipped_ids",
@@ -988,6 +989,51 @@ def _yaml_value(value: Any) -> str:
     install fail validation) and U+FFFD are written as escapes.
     """
     return _YAML_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
+def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename: str = "synartesis.yaml") -> str:
+    """New text of a policy with ``servers.NAME.pins`` replaced by ``pins[NAME]`` (tool →
+    ``sha256:…``, keys sorted) for each NAME given; every other byte's meaning, the comments and
+    the layout kept (ruamel.yaml round trip). The result is validated as a policy.
+
+    Raises:
+        PolicyError: the text is not YAML or not a policy, a NAME is not a server of it, or
+            the result does not validate (with file:line:col).
+    """
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import YAMLError as RYAMLError
+
+    y = _ruamel()
+    bom = existing.startswith("\ufeff")
+    src = existing[1:] if bom else existing
+    try:
+        doc = y.load(src)
+    except RYAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise PolicyError(f"the policy is not valid YAML: {getattr(exc, 'problem', exc)}", filename,
+                          *((mark.line + 1, mark.column + 1) if mark is not None else ())) from None
+    servers = doc.get("servers") if isinstance(doc, CommentedMap) else None
+    if not isinstance(servers, CommentedMap):
+        raise PolicyError("the policy has no servers mapping to write pins into", filename, 1, 1)
+    map_indent, dash_offset = _guess_layout(src)
+    y.indent(mapping=map_indent, sequence=dash_offset + 2, offset=dash_offset)
+    for name, tools in pins.items():
+        if name not in servers:
+            raise PolicyError(f"servers.{name} is not in the policy", filename)
+        spec = servers[name]
+        if not isinstance(spec, CommentedMap):  # `files:` with nothing after it
+            spec = servers[name] = CommentedMap()
+        block = CommentedMap()
+        for tool in sorted(tools):
+            block[tool] = tools[tool]
+        spec.fa.set_block_style()
+        servers.fa.set_block_style()
+        spec["pins"] = block
+    out = io.StringIO()
+    y.dump(doc, out)
+    text = ("\ufeff" if bom else "") + out.getvalue()
+    _validate(text, filename)
+    return text
 
 
 def _render_new(plans: list[ServerPolicyPlan]) -> str:

@@ -33,6 +33,7 @@ from synartesis.services.policies import (
     merge_policy_text,
     plan_server_policy,
     recognise,
+    set_pins_text,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "server_environment",
     "check_policy",
     "pin_policy",
+    "write_pins",
     "pins_block",
     "init_server",
     "PROVENANCE_TEXT",
@@ -393,6 +395,21 @@ def pin_policy(manifest: str | None = None, server: str | Sequence[str] | None =
         return ServerPins(name=spec.name, pins=pins, current=old, changed=changed)
 
     return PinResult(policy_path=str(path), servers=[one(s) for s in specs])
+
+
+def write_pins(result: PinResult) -> None:
+    """Write ``result``'s pins into its policy file (``servers.NAME.pins`` of each server it
+    fingerprinted replaced; comments and layout kept: :func:`set_pins_text`), atomically.
+
+    Raises:
+        PolicyError: the file changed into something that is not a policy meanwhile, or the
+            result would not validate (the file is then left as it was).
+    """
+    from synartesis.policy.source import decode_policy, read_policy_bytes
+
+    path = Path(result.policy_path)
+    text = decode_policy(read_policy_bytes(path), path.name)
+    _atomic_write(path, set_pins_text(text, {s.name: s.pins for s in result.servers}, str(path)))
 
 
 # --------------------------------------------------------------------------------------------
