@@ -28,7 +28,8 @@ counts exactly the calls that undo made — read reuse and reads ahead included 
 the undo's own work. Everything runs under a temporary HOME and SYNARTESIS_HOME (nothing of the
 real home is read or written).
 
-Per step = the slope between N=20 and N=200 (fixed costs such as Python's start and the
+One discarded round (a small undo per variant) goes first: a build's first start compiles its
+modules into the pycache prefix. Per step = the slope between N=20 and N=200 (fixed costs such as Python's start and the
 servers' spawn cancel out), for the undo and for its replay alike, from the fastest repetition
 (on a shared machine the least disturbed one) and from the median; added per step = undo slope
 minus replay slope with the same statistic. Goal (issue 10, issue 11): ≤ +1.5 ms per step beyond
@@ -240,6 +241,13 @@ def main() -> None:
                  PYTHONPYCACHEPREFIX=str(work_root / "pycache"))
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ.update(_HOME)  # the bare servers too
+    # a discarded round first: each build's first start compiles its modules into the pycache
+    # prefix, which would make the first N=20 undo (and so the slope) look cheaper to grow
+    for label, code, how in variants:
+        work = work_root / f"warm-up-{how}-{'base' if code else 'this'}"
+        policy, journal, _ = populate(work, 2 * len(SERVERS), code)
+        session, runs = targets(journal)
+        undo(policy, journal, [session] if how == "session" else runs, code)
     for rep in range(reps):
         for n in (small, large):
             for label, code, how in variants:
