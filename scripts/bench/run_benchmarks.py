@@ -16,9 +16,10 @@ What runs (the drivers are this folder's copies of the team's kit, ``shared/benc
 - ``journal_series.py`` journal bytes over bytes written: 30 writes of 200 KB of fresh prose,
   and 30 small edits (about 1 % each) of one 200 KB file; for the edits also the payload store
   alone (what chunking changes, without the journal's fixed pages and each action's rows).
-- ``mcpbench.py undo``: undo of a 1-write and a 200-write run; per step beyond the server's own
-  three calls (drift read, inverse, re-read at the bare server's p50s), and the CPU of the undo
-  process itself per step (it runs under ``selfcpu.py``: every thread, not its servers).
+- ``bench_session_undo.py --servers 1``: undo of a 20-write and a 200-write run (median of 3);
+  per step beyond the server's own calls, which are that undo's recorded requests replayed on a
+  warmed bare server right after it (same order and overlap), and the CPU of the undo process
+  itself per step (it runs under ``selfcpu.py``: every thread, not its servers).
 - ``bigread.py``: peak RSS of the proxy while relaying one 50 MB answer, over the answer's size.
 - a floor measured in the same run: ``floors/relay_threads.py`` with ``RELAY_PARSE=1``, two plain
   threads that ``json.loads`` every frame and forward it (the least any relay that reads the
@@ -67,7 +68,7 @@ ROWS = [
     ("start_cpu", "CPU burnt before the first answer", "40 ms", "<= 80 ms"),
     ("write", "reversible `write_file` p50 ratio", "~1.7x", "<= 2.5x"),
     ("write_declared", "... with `post_state` declared", "~1.7x", "<= 2.5x"),
-    ("undo", "undo, per step beyond the server's three calls", "-", "<= +1.5 ms"),
+    ("undo", "undo, per step beyond the server's calls (replayed)", "-", "<= +1.5 ms"),
     ("undo_cpu", "... CPU of the undo process per step (not its servers)", "-", "-"),
     ("journal_fresh", "journal bytes / written, 30 x 200 KB fresh prose", "0.43x", "<= 0.5x"),
     ("journal_edits", "journal bytes / written, 30 small edits of one 200 KB file", "<< 0.05x", "<= 0.05x"),
@@ -150,11 +151,8 @@ def main() -> None:
         run(py, str(HERE / "journal_series.py"), "--workdir", str(wd), "--journal", j,
             "--cmd", f"{label}=" + proxy_cmd(python, work / "synartesis.yaml", "{journal}"),
             "--out", str(out / f"series-{label}.json"), cwd=work)
-        undo = (f"{shlex.quote(python)} {shlex.quote(str(HERE / 'selfcpu.py'))} synartesis undo "
-                f"--manifest {shlex.quote(str(work / 'synartesis.yaml'))} --journal {{journal}}")
-        run(py, str(HERE / "mcpbench.py"), "undo", "--workdir", str(wd), "--journal", str(work / f"undo-{label}.db"),
-            "--n", "1", "50" if q else "200", "--reps", "1" if q else "3", "--undo-cmd", undo, "--cpu",
-            "--cmd", f"{label}=" + proxy_cmd(python, work / "synartesis.yaml", "{journal}"),
+        # the build's own interpreter runs the driver, so "this checkout" there is that build
+        run(python, str(HERE / "bench_session_undo.py"), "--servers", "1", *(["--quick"] if q else ["--reps", "3"]),
             "--out", str(out / f"undo-{label}.json"), cwd=work)
         run(py, str(HERE / "bigread.py"), "--workdir", str(wd), "--journal", str(work / f"big-{label}.db"),
             "--mb", "10" if q else "50", "--cmd", f"{label}=" + proxy_cmd(python, work / "synartesis.yaml", "{journal}"),
@@ -195,9 +193,9 @@ def collect(out: Path, labels: list[str]) -> dict:
         edits = series["edits"]
         if edits.get("payload_bytes") is not None:
             table["payload_edits"][label] = edits["payload_bytes"] / edits["written"]
-        undo = load(f"undo-{label}.json")
-        table["undo"][label] = undo.get("per_step_ms", float("nan")) - (2 * direct_read + direct_write)
-        table["undo_cpu"][label] = undo.get("cpu_per_step_ms")
+        undo = load(f"undo-{label}.json")["rows"][0]["median"]
+        table["undo"][label] = undo["added_ms"]
+        table["undo_cpu"][label] = undo["cpu_per_step_ms"]
         table["rss"][label] = load(f"bigread-{label}.json")[label]["ratio"]
     table["write_declared"]["synartesis"] = rr_write["summary"]["declared"]["ratio"]
     # the floor measured in this run (absent from results written before it was added)
