@@ -714,6 +714,24 @@ def _ruamel():
     return y
 
 
+def _load_rt(y: Any, src: str, filename: str) -> Any:
+    """``src`` loaded by the round-trip loader ``y``.
+
+    Raises:
+        PolicyError: not valid YAML (with line and column when the parser names them).
+    """
+    from ruamel.yaml.error import YAMLError as RYAMLError
+
+    try:
+        return y.load(src)
+    except RYAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            raise PolicyError(f"the policy is not valid YAML: {getattr(exc, 'problem', exc)}",
+                              filename, mark.line + 1, mark.column + 1) from None
+        raise PolicyError(f"the policy is not valid YAML: {exc}", filename) from None
+
+
 def _to_node(value: Any, *, flow: bool = False, key: str | None = None):
     """Plain value → ruamel nodes (small maps/lists in flow style, references quoted)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -842,7 +860,6 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
         _validate(text, filename)
         return text
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
-    from ruamel.yaml.error import YAMLError as RYAMLError
 
     y = _ruamel()
     prefix = ""
@@ -861,14 +878,7 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
     else:
         bom = existing.startswith("\ufeff")
         src = existing[1:] if bom else existing
-        try:
-            doc = y.load(src)
-        except RYAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            if mark is not None:
-                raise PolicyError(f"the policy is not valid YAML: {getattr(exc, 'problem', exc)}",
-                                  filename, mark.line + 1, mark.column + 1) from None
-            raise PolicyError(f"the policy is not valid YAML: {exc}", filename) from None
+        doc = _load_rt(y, src, filename)
         if doc is None:  # only comments (or nothing): keep them verbatim above a new body
             doc = CommentedMap()
             doc["version"] = 1
@@ -1001,17 +1011,11 @@ def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename
             the result does not validate (with file:line:col).
     """
     from ruamel.yaml.comments import CommentedMap
-    from ruamel.yaml.error import YAMLError as RYAMLError
 
     y = _ruamel()
     bom = existing.startswith("\ufeff")
     src = existing[1:] if bom else existing
-    try:
-        doc = y.load(src)
-    except RYAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise PolicyError(f"the policy is not valid YAML: {getattr(exc, 'problem', exc)}", filename,
-                          *((mark.line + 1, mark.column + 1) if mark is not None else ())) from None
+    doc = _load_rt(y, src, filename)
     servers = doc.get("servers") if isinstance(doc, CommentedMap) else None
     if not isinstance(servers, CommentedMap):
         raise PolicyError("the policy has no servers mapping to write pins into", filename, 1, 1)

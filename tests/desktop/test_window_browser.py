@@ -53,6 +53,19 @@ def browser_page(tmp_path):
         pw.stop()
 
 
+def _use_model(page, model: ScriptedModel) -> None:
+    """In the settings: a custom profile pointed at the scripted model, saved; closed again."""
+    from playwright.sync_api import expect
+
+    page.click("#open-settings")
+    page.select_option("#profile-select", "custom")
+    page.fill("#profile-url", model.base)
+    page.fill("#profile-model", "scripted")
+    page.click("#save-settings")
+    expect(page.locator("#key-status")).to_contain_text("saved")
+    page.click("#settings button[value=close]")
+
+
 def _ledger_from_show(cwd: Path) -> dict:
     """The ledger counted from `synartesis show --json`, independently of the window's code."""
     out = json.loads(cli("show", "--json", cwd=cwd).stdout)
@@ -91,13 +104,7 @@ def test_a_person_approves_a_held_call_and_undoes_the_conversation_in_the_browse
         assert desk.token not in page.url  # traded for the cookie, gone from the address bar
         expect(page.locator("#key-notice")).to_contain_text("in memory for this window only")  # no keychain here
 
-        page.click("#open-settings")
-        page.select_option("#profile-select", "custom")
-        page.fill("#profile-url", model.base)
-        page.fill("#profile-model", "scripted")
-        page.click("#save-settings")
-        expect(page.locator("#key-status")).to_contain_text("saved")
-        page.click("#settings button[value=close]")
+        _use_model(page, model)
 
         page.click("#new-conversation")
         page.fill("#composer-text", "Rewrite my notes to say oat milk, and make an archive folder.")
@@ -187,12 +194,7 @@ def test_an_undo_that_halts_on_a_persons_edit_offers_the_three_ways_and_force_ov
     try:
         page.goto(desk.url)
         page.wait_for_selector("body[data-ready=true]")
-        page.click("#open-settings")
-        page.select_option("#profile-select", "custom")
-        page.fill("#profile-url", model.base)
-        page.fill("#profile-model", "scripted")
-        page.click("#save-settings")
-        page.click("#settings button[value=close]")
+        _use_model(page, model)
         page.click("#new-conversation")
         page.fill("#composer-text", "Rewrite my notes.")
         page.keyboard.press("Enter")
