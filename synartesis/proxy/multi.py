@@ -26,7 +26,7 @@ from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.call import CallContext
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
-from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse
+from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse, refusal
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed, Upstream
@@ -123,7 +123,7 @@ class MultiEngine(Engine):
             return
         msg = parse(line)
         if msg is INVALID:
-            self._error(None, -32700, "Parse error: synartesis forwards only valid UTF-8 JSON")
+            self.send_to_client(dump(refusal(line)))  # under the request's own id when it names one
             return
         if isinstance(msg, list):
             errors = [{"jsonrpc": "2.0", "id": m.get("id"), "error": {"code": -32600, "message":
@@ -295,7 +295,8 @@ class MultiEngine(Engine):
     def on_child_message(self, server: str, line: Any, msg: Any) -> None:
         """One frame from child ``server`` (on its reader thread)."""
         if isinstance(msg, LazyFrame):
-            msg = msg.parse()
+            # one json.loads will not read (framing.unreadable): its envelope, the result digested
+            msg = msg.parse() if msg.is_batch else msg.readable()
         if isinstance(msg, list):
             self._child_batch(server, line, msg)
             return

@@ -147,3 +147,39 @@ def test_a_write_answered_with_5000_nested_arrays_is_answered_once_and_does_not_
         (run,) = j.list_runs()
         (put,) = [a for a in j.actions(run.id) if a.tool == "put"]
     assert put.status != "unknown" or "no answer" not in (put.note or ""), (put.status, put.note)
+
+
+def test_the_same_in_the_multi_server_form(tmp_path):
+    """Several servers behind one proxy (adversarial review 15, F1 and F2): a child's answer
+    json.loads refuses was dropped (the write waited out its timeout and was unknown), and a
+    client's such request was answered with id null."""
+    from helpers import FAKE_SERVER, synartesis_argv
+
+    server = tmp_path / "big_server.py"
+    server.write_text(SERVER)
+    state = tmp_path / "kv.json"
+    state.write_text(json.dumps({"k0": "v0"}))
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    manifest.write_text(POLICY.replace("servers:\n  big: {}\n", f"""servers:
+  big:
+    command: {json.dumps(sys.executable)}
+    args: [{json.dumps(str(server))}]
+  kv:
+    command: {json.dumps(FAKE_SERVER[0])}
+    args: {json.dumps([*FAKE_SERVER[1:], "--state", str(state)])}
+""") + '  - {match: "kv.get", class: readonly}\n')
+    argv = synartesis_argv("proxy", "--manifest", str(manifest), "--journal", str(journal), "--call-timeout", "5")
+    with RawSession(argv) as s:
+        s.handshake()
+        s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "big__put", "arguments": {"value": "new"}}})
+        line = s.read_line(timeout=15)
+        assert line.startswith(b'{"jsonrpc": "2.0", "id": 1, "result"'), line[:200]  # was: dropped, then "stopped waiting"
+        s.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kv__get","arguments":{"key":"k0","n":'
+               + HUGE + b"}}}")
+        reply = json.loads(s.read_line(timeout=15))
+        assert reply.get("id") == 2 and "error" in reply, reply  # was id null
+        assert s.request(3, "ping", timeout=10)["result"] == {}
+        s.close()
+    with open_journal(journal) as j:
+        puts = [a for r in j.list_runs() for a in j.actions(r.id) if a.tool == "put"]
+    assert [a.status for a in puts] == ["applied"], [(a.status, a.note) for a in puts]
