@@ -1015,6 +1015,8 @@ def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename
     y = _ruamel()
     bom = existing.startswith("\ufeff")
     src = existing[1:] if bom else existing
+    crlf = "\r\n" in src  # written back with the line ends it came with
+    src = src.replace("\r\n", "\n") if crlf else src
     doc = _load_rt(y, src, filename)
     servers = doc.get("servers") if isinstance(doc, CommentedMap) else None
     if not isinstance(servers, CommentedMap):
@@ -1035,7 +1037,8 @@ def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename
         spec["pins"] = block
     out = io.StringIO()
     y.dump(doc, out)
-    text = ("\ufeff" if bom else "") + out.getvalue()
+    text = out.getvalue()
+    text = ("\ufeff" if bom else "") + (text.replace("\n", "\r\n") if crlf else text)
     _validate(text, filename)
     return text
 

@@ -56,3 +56,39 @@ def test_pin_write_replaces_stale_pins(tmp_path, fs_server):
     pins = yaml.safe_load(policy.read_text())["servers"]["files"]["pins"]
     assert pins["write_file"] != "sha256:" + "0" * 64 and "read_text_file" in pins
     assert cli("check", "--server", "files", "--manifest", str(policy)).returncode == 0
+
+
+def test_pin_write_keeps_a_bom_and_crlf_line_ends(tmp_path, fs_server):
+    policy, _ = _policy(tmp_path, fs_server)
+    policy.write_bytes(b"\xef\xbb\xbf" + policy.read_bytes().replace(b"\n", b"\r\n"))
+    res = cli("pin", "--write", "--server", "files", "--manifest", str(policy))
+    assert res.returncode == 0, res.stdout + res.stderr
+    raw = policy.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and b"pins:" in raw, raw[:80]  # the BOM was dropped (review 15, F6)
+    assert raw.count(b"\n") == raw.count(b"\r\n"), raw  # every line CRLF (it was 1 of 25)
+    assert cli("check", "--server", "files", "--manifest", str(policy)).returncode == 0
+
+
+def test_two_pin_writes_at_once_both_land(tmp_path, fs_server):
+    """Review 15, F5: both runs read the file, then each replaced it: one's pins were lost."""
+    import subprocess
+
+    from helpers import synartesis_argv
+    policy, root = _policy(tmp_path, fs_server)
+    text = policy.read_text().replace("  other: {}\n", "  second:\n" + "".join(
+        line.replace("    ", "    ", 1) + "\n" for line in policy.read_text().split("\n")[4:6]))
+    policy.write_text(text)
+    for _ in range(3):
+        procs = [subprocess.Popen(synartesis_argv("pin", "--write", "--server", name, "--manifest", str(policy)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for name in ("files", "second")]
+        try:
+            codes = [p.wait(120) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(10)
+        assert codes == [0, 0]
+        servers = yaml.safe_load(policy.read_text())["servers"]
+        assert servers["files"].get("pins") and servers["second"].get("pins"), servers
+        policy.write_text(text)

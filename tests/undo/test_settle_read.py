@@ -7,6 +7,8 @@ destination, absent means nothing was moved) it is ``failed`` and the undo goes 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import FS_POLICY, RawSession, cli, files_proxy, open_journal
@@ -73,3 +75,27 @@ def test_a_misplaced_settle_read_is_refused_with_its_line_and_column(rule, messa
     with pytest.raises(PolicyError) as err:
         parse_policy(text, "p.yaml")
     assert message in str(err.value) and "p.yaml:5:" in str(err.value), str(err.value)
+
+
+def test_the_shipped_policy_settles_a_move_out_of_the_allowed_folders_as_failed(tmp_path, fs_server):
+    """Review 15, F8: the destination outside the server's folders reads "Access denied", not
+    ENOENT; nothing can have been moved there, so the move is failed and undo goes through."""
+    from pathlib import Path
+
+    import yaml
+
+    shipped = yaml.safe_load((Path(__file__).parents[2] / "policies" / "filesystem.yaml").read_text())
+    move = next(r for r in shipped["tools"] if r["match"] == "filesystem.move_file")
+    policy = SETTLED_MOVE_POLICY.replace('absent_when: ["ENOENT"]}\n', f'absent_when: {json.dumps(move["settle"]["absent_when"])}}}\n')
+    assert policy != SETTLED_MOVE_POLICY
+    root, argv = files_proxy(tmp_path, fs_server, policy)
+    (root / "a.txt").write_text("hello notes")
+    with RawSession(argv) as s:
+        s.handshake()
+        s.call(1, "write_file", {"path": str(root / "a.txt"), "content": "clobbered"})
+        moved = s.call(2, "move_file", {"source": str(root / "a.txt"), "destination": str(tmp_path / "outside.txt")})
+    assert moved.get("isError"), moved
+    flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+    undo = cli("undo", *flags)
+    assert undo.returncode == 0, undo.stdout + undo.stderr  # was 1: halted on the unknown move
+    assert (root / "a.txt").read_text() == "hello notes"
