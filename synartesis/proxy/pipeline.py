@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from synartesis.canonical import MAX_DEPTH, canonical, compact, too_deep
@@ -138,6 +138,45 @@ def _absent_words(read: dict | None, said: str, state: str = "does not exist yet
     return f"what it changes {state} (the read said: {said})"
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, walked without recursion."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
+def _error_words(result: Any, read: dict, phrases: list[str]) -> str:
+    """A read's error result as the lower-case text ``phrases`` (its ``absent_when``) are
+    matched against: the whole result (a server may put its code, ``ENOENT``, in
+    ``structuredContent``) without the echoes of the read's own arguments that hold a phrase.
+
+    A server echoes the path it was asked for ("EACCES: permission denied, open
+    '/data/ENOENT-notes.txt'"): matched as it was, a file whose name holds a phrase counted
+    as absent whatever the error said, and its write went through with nothing to restore
+    (adversarial review 16, F2). An argument string that holds a phrase is taken out where it
+    occurs; one that does not occur (the server resolved the path its own way) has its last
+    path part taken out instead. A phrase that was only in the echo no longer matches: the
+    read counts as failed and the write is refused, the safe side.
+    """
+    blob = json.dumps(result, ensure_ascii=False)
+    low = [p.lower() for p in phrases if p]
+    for a in sorted({a for a in _strings(read.get("args")) if a}, key=len, reverse=True):
+        if not any(p in a.lower() for p in low):
+            continue
+        echo = json.dumps(a, ensure_ascii=False)[1:-1]
+        if echo not in blob:
+            echo = json.dumps(a.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1], ensure_ascii=False)[1:-1]
+        if echo and any(p in echo.lower() for p in low):
+            blob = blob.replace(echo, " ")
+    return blob.lower()
+
+
 def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
     """What a read's ``result`` (or the :class:`RequestFailed` it raised) says about the
     resource. Payloads larger than ``max_bytes`` (UTF-8 of canonical JSON) fail: a write
@@ -147,8 +186,7 @@ def classify_read(read: dict, result: Any, max_bytes: int) -> ReadOutcome:
     if is_error(result):
         text = error_text(result)
         phrases = read.get("absent_when") or []
-        blob = json.dumps(result, ensure_ascii=False).lower()
-        if not phrases or any(p.lower() in blob for p in phrases):
+        if not phrases or any(p.lower() in _error_words(result, read, phrases) for p in phrases):
             return ReadOutcome("absent", reason=text)
         return ReadOutcome("failed", reason=f"the read {read['server']}.{read['tool']} reported an error: {text}")
     value = payload(result)
