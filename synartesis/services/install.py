@@ -1068,12 +1068,18 @@ def apply_install(env: Env, plan: InstallPlan, *,
     state = load_state(env)
     policy_written = False
     if plan.policy_new is not None:
-        current = fsops.read_bytes(plan.policy_path)
-        now_text = current.decode("utf-8", "replace") if current is not None else None
-        if now_text != plan.policy_old:
-            raise ConflictError(f"{plan.policy_path} changed since install read it; nothing was written — run it again")
         fsops.ensure_private_dir(plan.policy_path.parent)
-        fsops.atomic_write(plan.policy_path, plan.policy_new.encode("utf-8"), 0o600)
+        # under the lock `pin --write` takes, compared again just before the replace: neither
+        # a concurrent pin --write nor an editor's save is overwritten (adversarial review 16, F3)
+        with fsops.folder_lock(plan.policy_path):
+            current = fsops.read_bytes(plan.policy_path)
+            now_text = current.decode("utf-8", "replace") if current is not None else None
+            if now_text != plan.policy_old:
+                raise ConflictError(f"{plan.policy_path} changed since install read it; nothing was written — run it again")
+            if current is None:
+                fsops.write_new(plan.policy_path, plan.policy_new.encode("utf-8"), 0o600)
+            else:
+                fsops.replace_checked(plan.policy_path, current, plan.policy_new.encode("utf-8"))
         policy_written = True
     for p in plan.policy_plans:
         state.policies[p.name] = {"source": p.source, "policy_id": p.policy_id, "provenance": p.provenance,

@@ -947,9 +947,7 @@ def merge_policy_text(existing: str | None, plans: list[ServerPolicyPlan],
                                                         indent=indent_servers)
     buf = io.StringIO()
     y.dump(doc, buf)
-    # U+FFFD (refuse_when for binary reads) reads better as its escape, which means the same
-    # inside a double-quoted scalar.
-    text = prefix + buf.getvalue().replace('"\ufffd"', '"\\ufffd"')
+    text = prefix + _fffd_escaped(buf.getvalue())
     if not new_file and existing.startswith("\ufeff"):
         text = "\ufeff" + text
     if not new_file and "\r\n" in existing:
@@ -1001,6 +999,14 @@ def _yaml_value(value: Any) -> str:
     return _YAML_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
+def _fffd_escaped(text: str) -> str:
+    """ruamel's dump with U+FFFD (``refuse_when`` of binary reads) back as the escape the
+    policies write, ``"\\ufffd"``: ruamel prints the character itself, which means the same
+    inside a double-quoted scalar but changed a line the user never touched (new user round
+    14: ``pin --write`` rewrote the escape)."""
+    return text.replace('"\ufffd"', '"\\ufffd"')
+
+
 def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename: str = "synartesis.yaml") -> str:
     """New text of a policy with ``servers.NAME.pins`` replaced by ``pins[NAME]`` (tool →
     ``sha256:…``, keys sorted) for each NAME given; every other byte's meaning, the comments and
@@ -1038,6 +1044,8 @@ def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename
     out = io.StringIO()
     y.dump(doc, out)
     text = out.getvalue()
+    if '"\\ufffd"' in src and '"\ufffd"' not in src:  # as the user wrote it
+        text = _fffd_escaped(text)
     text = ("\ufeff" if bom else "") + (text.replace("\n", "\r\n") if crlf else text)
     _validate(text, filename)
     return text

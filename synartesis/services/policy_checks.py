@@ -405,37 +405,28 @@ def write_pins(result: PinResult) -> None:
         PolicyError: the file changed into something that is not a policy meanwhile, or the
             result would not validate (the file is then left as it was).
     """
-    import os
-
+    from synartesis import fsops
+    from synartesis.errors import ConflictError
     from synartesis.policy.source import decode_policy, read_policy_bytes
 
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks; the read-modify-write is not guarded
-        fcntl = None  # type: ignore[assignment]
     path = Path(result.policy_path)
     pins = {s.name: s.pins for s in result.servers}
-    for _ in range(50):
-        # two `pin --write` at once: each edits the file as the other left it (one lost the
-        # other's pins: adversarial review 15, F5). The lock is on the file it read; a file
-        # replaced meanwhile (a new inode) is opened again.
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            raise PolicyError(f"{path} could not be opened to write the pins: {exc.strerror or exc}", str(path)) from None
-        try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                if os.fstat(fd).st_ino != os.stat(path).st_ino:
-                    continue
+    # two `pin --write` at once: each edits the file as the other left it (one lost the other's
+    # pins: adversarial review 15, F5); an editor's save between the read and the replace is
+    # not overwritten: the file is compared just before it is replaced and, changed, edited
+    # again as it now is (review 16, F1)
+    with fsops.folder_lock(path):
+        for _ in range(20):
             raw = read_policy_bytes(path)
             text = decode_policy(raw, path.name)
             if raw.startswith(b"\xef\xbb\xbf"):  # kept (decode_policy drops it)
                 text = "\ufeff" + text
-            _atomic_write(path, set_pins_text(text, pins, str(path)))
-            return
-        finally:
-            os.close(fd)
+            new = set_pins_text(text, pins, str(path)).encode("utf-8")
+            try:
+                fsops.replace_checked(path, raw, new)
+                return
+            except ConflictError:
+                continue
     raise PolicyError(f"{path} kept changing while the pins were written; run pin --write again", str(path))
 
 

@@ -92,3 +92,44 @@ def test_two_pin_writes_at_once_both_land(tmp_path, fs_server):
         servers = yaml.safe_load(policy.read_text())["servers"]
         assert servers["files"].get("pins") and servers["second"].get("pins"), servers
         policy.write_text(text)
+
+
+def test_an_editor_s_save_between_pin_write_s_read_and_its_replace_is_kept(tmp_path, fs_server, monkeypatch):
+    """pin --write read the policy, then replaced it whole: a save in between was lost. It is
+    compared just before the replace and, changed, edited again as it now is (adversarial
+    review 16, F1). In process: the hook plays the editor at the last moment."""
+    from synartesis import fsops
+    from synartesis.services.policy_checks import write_pins
+
+    policy, _ = _policy(tmp_path, fs_server)
+    printed = yaml.safe_load(cli("pin", "--server", "files", "--manifest", str(policy)).stdout)["pins"]
+    real = fsops.replace_checked
+    saves = []
+
+    def editor_saves_once(path, expected, new, **kw):
+        def save():
+            if not saves:
+                saves.append(1)
+                policy.write_text(policy.read_text().replace("  other: {}\n", "  other: {}  # saved meanwhile\n"))
+        return real(path, expected, new, before_compare=save)
+
+    monkeypatch.setattr(fsops, "replace_checked", editor_saves_once)
+    from types import SimpleNamespace
+
+    write_pins(SimpleNamespace(policy_path=str(policy), servers=[SimpleNamespace(name="files", pins=printed)]))
+    text = policy.read_text()
+    assert saves and "  other: {}  # saved meanwhile" in text, text
+    assert yaml.safe_load(text)["servers"]["files"]["pins"] == printed
+
+
+def test_pin_write_keeps_the_ufffd_escape_the_user_wrote(tmp_path, fs_server):
+    """ruamel prints U+FFFD itself: `refuse_when: ["\\ufffd"]`, a line pin --write never meant
+    to touch, changed bytes (new user round 14)."""
+    policy, _ = _policy(tmp_path, fs_server)
+    policy.write_text(policy.read_text() + '  - match: "files.write_file"\n    class: reversible\n'
+                      '    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, refuse_when: ["\\ufffd"]}\n'
+                      '    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}\n')
+    res = cli("pin", "--write", "--server", "files", "--manifest", str(policy))
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = policy.read_text()
+    assert 'refuse_when: ["\\ufffd"]' in text and "\ufffd" not in text, text

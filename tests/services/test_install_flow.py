@@ -387,3 +387,29 @@ def test_purge_keeps_the_policy_and_journal_while_another_client_is_still_wrappe
     assert any("--purge kept" in w for w in plan.warnings), plan.warnings
     _, last = uninstall(env, purge=True)  # once none is left wrapped, the purge goes through
     assert not (home / "synartesis.yaml").exists() and not (home / "journal.db").exists()
+
+
+def test_an_edit_of_the_policy_between_install_s_compare_and_its_replace_is_kept(fake_home, tmp_path, monkeypatch):
+    """install compared the policy, then wrote it whole: an editor's save (or a `pin --write`)
+    in between was overwritten. It is compared again just before the replace, under the lock
+    `pin --write` takes (adversarial review 16, F3)."""
+    cfg = place(fake_home, "cursor", '{\n  "mcpServers": {\n    "a": {"command": "npx", "args": ["a"]}\n  }\n}\n')
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    policy = fake_home / ".synartesis" / "synartesis.yaml"
+    cfg.write_text('{\n  "mcpServers": {\n    "a": {"command": "npx", "args": ["a"]},\n'
+                   '    "b": {"command": "uvx", "args": ["b"]}\n  }\n}\n')
+    plan = plan_install(env, options(tmp_path))
+    assert plan.policy_new is not None
+    edited = policy.read_text() + "# the user's edit, saved while install ran\n"
+    real = fsops.replace_checked
+    seen = []
+
+    def editor_saves(path, expected, new, **kw):
+        seen.append(path)
+        return real(path, expected, new, before_compare=lambda: policy.write_text(edited))
+
+    monkeypatch.setattr(fsops, "replace_checked", editor_saves)
+    with pytest.raises(ConflictError):
+        apply_install(env, plan)
+    assert seen and policy.read_text() == edited
