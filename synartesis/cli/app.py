@@ -28,6 +28,11 @@ def _hide_flag_types() -> None:
 
     display_type_rich._synartesis = True  # type: ignore[attr-defined]
     option.display_type_rich = display_type_rich
+    argument = getattr(typer.core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "display_type_rich"):
+        # an argument's name column says what it is (TARGET, RUNS...): its `<str>` beside it
+        # read as a second value (new user round 14)
+        argument.display_type_rich = lambda self, ctx: None
 
 
 _hide_flag_types()
@@ -98,12 +103,39 @@ def _reflowed(doc: str) -> str:
     return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
 
 
+#: The value's name shown in --help for an option or argument declared without ``metavar=``
+#: (typer shows its Python type: ``<str>``, ``<list[str]>``: new user round 14).
+_METAVARS = {"--manifest": "FILE", "--journal": "FILE", "--server": "NAME", "--by": "WHO", "--reason": "TEXT",
+             "--interval": "S", "--host": "HOST", "--port": "PORT", "--role": "ROLE", "--to": "URL"}
+
+
+def _name_values(callback) -> None:  # type: ignore[no-untyped-def]
+    """Set the metavar of each of ``callback``'s typer parameters that has none: an option that
+    takes a value, its entry in :data:`_METAVARS` (else its flag in capitals); an argument,
+    its name in capitals."""
+    from typer.models import ArgumentInfo, OptionInfo
+
+    for name, param in inspect.signature(callback).parameters.items():
+        info = param.default
+        if isinstance(info, OptionInfo) and info.metavar is None and not isinstance(info.default, bool):
+            flags = [d for d in info.param_decls if d.startswith("--")]
+            if flags:
+                info.metavar = _METAVARS.get(flags[0], flags[0][2:].upper().replace("-", "_"))
+        elif isinstance(info, ArgumentInfo) and info.metavar is None:
+            info.metavar = name.upper()
+
+
 def _reflow_help(typer_app: typer.Typer) -> None:
     """Give every command of ``typer_app`` (and of its sub-apps) that has no ``help=`` its
-    docstring, reflowed (:func:`_reflowed`)."""
+    docstring, reflowed (:func:`_reflowed`), and every value a name (:func:`_name_values`)."""
+    main = typer_app.registered_callback
+    if main is not None and main.callback is not None:
+        _name_values(main.callback)
     for info in typer_app.registered_commands:
         if info.help is None and info.callback is not None and info.callback.__doc__:
             info.help = _reflowed(info.callback.__doc__)
+        if info.callback is not None:
+            _name_values(info.callback)
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
             _reflow_help(group.typer_instance)

@@ -397,6 +397,12 @@ def status(
         out.print("  " + _status_line(r), markup=False, highlight=False)
         for d in r.drift:
             out.print(f"      drift: {d}", markup=False, highlight=False)
+    if report.unlaunched:
+        from synartesis.services.status import policy_summary
+        out.print("In the policy, launched by no client config:", markup=False, highlight=False)
+        for u in report.unlaunched:
+            summary = f" · {policy_summary(u['policy'])}" if u["policy"] else ""
+            out.print(f"  {u['name']}{summary}", markup=False, highlight=False)
     covered = sum(1 for r in report.rows if r.covered)
     out.print(f"{covered} of {len(report.rows)} server entries covered"
               + (" (the policy does not load)" if report.policy_error else "")

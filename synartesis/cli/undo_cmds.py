@@ -33,8 +33,8 @@ def _policy(manifest: Optional[str]) -> Policy | None:
 
 @app.command("undo")
 def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: the newest session with something to undo)."),
-             to: Optional[int] = typer.Option(None, "--to", help="Undo a run down to this seq only (newer actions first)."),
-             only: Optional[int] = typer.Option(None, "--only", help="Undo this one seq of the run."),
+             to: Optional[int] = typer.Option(None, "--to", help="Undo a run down to this seq only (newer actions first).", metavar="SEQ"),
+             only: Optional[int] = typer.Option(None, "--only", help="Undo this one seq of the run.", metavar="SEQ"),
              dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
              replan: bool = typer.Option(False, "--replan", help="Rebuild inverses and reads from the current policy using the captured state."),
              force: bool = typer.Option(False, "--force", help="Undo a live run / list what would be overwritten despite drift; with --yes, do it."),

@@ -79,7 +79,7 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     try:
         return Journal.open(w.journal, create=False)
     except NoJournalError as exc:  # say the one source this command used, not every possible one
-        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}") from None
+        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}.") from None
 
 
 def default_actor(journal: object = None) -> str:

@@ -111,6 +111,10 @@ class StatusReport:
     policy_path: str
     policy_error: str | None = None  # the user policy does not load: every wrapped proxy refuses to start
     policy_exists: bool = True  # False: no user policy yet (install writes it)
+    #: servers of the policy no client config launches (all clients only): ``[{"name", "policy"}]``,
+    #: ``policy`` as a row's. Without them status said nothing of a policy's pins when no client
+    #: was configured yet (new user round 14).
+    unlaunched: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -130,7 +134,7 @@ class StatusReport:
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape (keys pinned by tests)."""
         return {"ok": self.ok, "policy": self.policy_path, "policy_error": self.policy_error, "files": self.files,
-                "servers": [asdict(r) for r in self.rows], "warnings": self.warnings}
+                "servers": [asdict(r) for r in self.rows], "unlaunched": self.unlaunched, "warnings": self.warnings}
 
 
 def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
@@ -345,5 +349,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     if policy_error is not None:  # every wrapped proxy refuses to start: nothing runs through synartesis
         rows = [replace(r, covered=False, drift=[*r.drift, "the policy does not load, so its proxy refuses to start"])
                 if r.covered else r for r in rows]
+    launched = {r.policy_key for r in rows if r.policy_key}
+    unlaunched = [] if client is not None else [
+        {"name": key, "policy": pinfo(key)} for key in declared if key not in launched]
     return StatusReport(rows, files, warnings, str(policy_path), policy_error,
-                        policy_exists=pbytes is not None or policy_error is not None)
+                        policy_exists=pbytes is not None or policy_error is not None, unlaunched=unlaunched)

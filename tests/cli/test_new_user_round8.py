@@ -100,7 +100,7 @@ def test_no_journal_yet_names_the_one_source_it_used(fake_home, tmp_path, monkey
     assert "took that location from $SYNARTESIS_HOME" in said and "--journal" not in said, said
     given = cli(tmp_path, "list", "--journal", str(tmp_path / "j.db"))
     said = " ".join(given.stderr.split())
-    assert "took that location from --journal" in said and "SYNARTESIS_HOME" not in said, said
+    assert "took that location from --journal." in said and "SYNARTESIS_HOME" not in said, said
     monkeypatch.setenv("SYNARTESIS_JOURNAL", str(tmp_path / "e.db"))
     said = " ".join(cli(tmp_path, "list").stderr.split())
     assert "took that location from $SYNARTESIS_JOURNAL" in said and "--journal" not in said, said

@@ -92,7 +92,7 @@ def test_status_cli_json_keys_and_exit_codes(fake_home, tmp_path):
     p = helpers.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
-    assert set(doc) == {"ok", "policy", "policy_error", "files", "servers", "warnings"}
+    assert set(doc) == {"ok", "policy", "policy_error", "files", "servers", "unlaunched", "warnings"}
     assert set(doc["servers"][0]) == {"client", "client_name", "file", "scope", "name", "covered", "state", "reason",
                                       "project", "policy_key", "policy", "drift", "sign_in"}
     install(make_env(fake_home), tmp_path)
@@ -152,3 +152,25 @@ def test_a_wrapped_cursor_project_file_is_checked_from_any_folder(fake_home, tmp
         report = collect_status(make_env(fake_home, cwd=cwd), system_root=tmp_path / "system")
         [row] = [r for r in report.rows if r.name == "pf"]
         assert row.state == "wrapped" and row.covered and not row.drift, (cwd, row)
+
+
+def test_the_policy_s_servers_no_client_launches_are_listed_with_their_pins(fake_home, tmp_path):
+    """status said only "No MCP servers found" for a policy whose pins `pin --write` had just
+    written, when no client config existed yet (new user round 14)."""
+    home = fake_home / ".synartesis"
+    home.mkdir(mode=0o700, exist_ok=True)
+    (home / "synartesis.yaml").write_text(
+        'version: 1\nservers:\n  files:\n    command: node\n    args: ["x"]\n'
+        '    pins: {write_file: "sha256:' + "0" * 64 + '"}\n  mem: {}\ntools: []\n')
+    report, _ = rows(make_env(fake_home), tmp_path)
+    assert [(u["name"], u["policy"]["pins"]) for u in report.unlaunched] == [("files", 1), ("mem", 0)]
+    p = helpers.run([sys.executable, "-m", "synartesis", "status"], capture_output=True, text=True,
+                    env=dict(os.environ), cwd=tmp_path, timeout=60)
+    assert "In the policy, launched by no client config:" in p.stdout and "files · policy user" in p.stdout, p.stdout
+    assert "1 pin" in p.stdout, p.stdout
+    # a server a client launches is not listed (install adds this one as files-cursor)
+    place(fake_home, "cursor", '{"mcpServers": {"files": {"command": "node", "args": ["x"]}}}\n')
+    install(make_env(fake_home), tmp_path)
+    report, by = rows(make_env(fake_home), tmp_path)
+    assert by["files"].policy_key == "files-cursor" and by["files"].covered, by
+    assert [u["name"] for u in report.unlaunched] == ["files", "mem"], report.unlaunched

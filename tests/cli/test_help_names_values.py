@@ -1,0 +1,26 @@
+"""--help names each value (new user round 14: `pin --help` showed `<list[str]>` and `<str>`,
+Python's types, where a user reads what to type)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from helpers import cli
+
+
+@pytest.mark.parametrize("command", [[], ["pin"], ["show"], ["prune"], ["undo"], ["init"], ["login"], ["team", "add"]])
+def test_help_shows_no_python_type_and_no_value_for_a_flag(tmp_path, command):
+    env = {**os.environ, "COLUMNS": "120", "HOME": str(tmp_path)}
+    out = cli(*command, "--help", env=env).stdout
+    assert not re.search(r"<(str|int|float|list\[str\])>", out), out
+    for flag in ("--json", "--write", "--dry-run", "--live"):
+        line = next((ln for ln in out.splitlines() if f" {flag} " in ln), None)
+        if line is not None:
+            assert not re.search(rf"{flag}\s+[A-Z_]{{2,}}\s", line), line  # a flag takes no value
+    if command == ["pin"]:
+        assert re.search(r"--server\s+NAME\s", out) and re.search(r"--manifest\s+FILE\s", out), out
+    if command == ["undo"]:
+        assert re.search(r"--only\s+SEQ\s", out) and re.search(r"\bTARGET\b", out), out
