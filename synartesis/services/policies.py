@@ -1002,9 +1002,44 @@ def _yaml_value(value: Any) -> str:
 def _fffd_escaped(text: str) -> str:
     """ruamel's dump with U+FFFD (``refuse_when`` of binary reads) back as the escape the
     policies write, ``"\\ufffd"``: ruamel prints the character itself, which means the same
-    inside a double-quoted scalar but changed a line the user never touched (new user round
-    14: ``pin --write`` rewrote the escape)."""
+    inside a double-quoted scalar but reads worse."""
     return text.replace('"\ufffd"', '"\\ufffd"')
+
+
+def _original_lines_kept(src: str, dumped: str) -> str:
+    """``dumped`` (ruamel's dump of the edited ``src``) with every changed stretch of lines put
+    back as it was in ``src`` wherever that does not change what the text means: the round trip
+    re-indents block lists to one layout and prints escapes (``"\\ufffd"``) as characters,
+    which changed lines the edit never meant to touch (adversarial review 15, F7; new user round
+    14). Each stretch of :class:`difflib.SequenceMatcher`'s line diff is put back in turn and
+    kept back only when the whole text still loads (PyYAML) to the same data as ``dumped``.
+    """
+    import difflib
+
+    import yaml
+
+    try:
+        target = yaml.safe_load(dumped)
+    except yaml.YAMLError:
+        return dumped
+    old, new = src.splitlines(keepends=True), dumped.splitlines(keepends=True)
+    ops = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    use_new = [tag != "equal" for tag, *_ in ops]
+
+    def text() -> str:
+        return "".join("".join(new[j1:j2]) if use_new[k] else "".join(old[i1:i2])
+                       for k, (_tag, i1, i2, j1, j2) in enumerate(ops))
+
+    for k, (tag, *_rest) in enumerate(ops):
+        if tag == "equal":
+            continue
+        use_new[k] = False
+        try:
+            same = yaml.safe_load(text()) == target
+        except (yaml.YAMLError, RecursionError):
+            same = False
+        use_new[k] = not same
+    return text()
 
 
 def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename: str = "synartesis.yaml") -> str:
@@ -1043,9 +1078,7 @@ def set_pins_text(existing: str, pins: Mapping[str, Mapping[str, str]], filename
         spec["pins"] = block
     out = io.StringIO()
     y.dump(doc, out)
-    text = out.getvalue()
-    if '"\\ufffd"' in src and '"\ufffd"' not in src:  # as the user wrote it
-        text = _fffd_escaped(text)
+    text = _original_lines_kept(src, out.getvalue())
     text = ("\ufeff" if bom else "") + (text.replace("\n", "\r\n") if crlf else text)
     _validate(text, filename)
     return text

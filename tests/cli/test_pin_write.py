@@ -133,3 +133,39 @@ def test_pin_write_keeps_the_ufffd_escape_the_user_wrote(tmp_path, fs_server):
     assert res.returncode == 0, res.stdout + res.stderr
     text = policy.read_text()
     assert 'refuse_when: ["\\ufffd"]' in text and "\ufffd" not in text, text
+
+
+def test_pin_write_changes_no_line_but_the_pins(tmp_path, fs_server):
+    """The round trip re-indented block lists to one layout (adversarial review 15, F7) and
+    printed escapes as characters: lines pin --write never meant to touch changed. Every line
+    of the file is still there, in order; the pins are only added."""
+    import difflib
+
+    root = tmp_path / "root"
+    root.mkdir()
+    policy = tmp_path / "synartesis.yaml"
+    original = (
+        "version: 1\n"
+        "servers:\n"
+        "  files:\n"
+        f"    command: {json.dumps(fs_server[0])}\n"
+        f"    args: {json.dumps(fs_server[1:] + [str(root)])}\n"
+        "  other: {}\n"
+        "tools:\n"
+        "- match: \"files.read_*\"\n"
+        "  class: readonly\n"
+        "- match: \"files.write_file\"\n"
+        "  class:   reversible   # odd spacing, kept\n"
+        "  snapshot: {tool: files.read_text_file, args: {path: \"$.path\"}, refuse_when: [\"\\ufffd\", \"\\u00e9t\\u00e9\"]}\n"
+        "  inverse:\n"
+        "      - {tool: files.write_file, args: {path: \"$.path\", content: \"$snapshot.content\"}}\n")
+    policy.write_text(original)
+    res = cli("pin", "--write", "--server", "files", "--manifest", str(policy))
+    assert res.returncode == 0, res.stdout + res.stderr
+    after = policy.read_text()
+    ops = difflib.SequenceMatcher(a=original.splitlines(), b=after.splitlines(), autojunk=False).get_opcodes()
+    assert {tag for tag, *_ in ops} <= {"equal", "insert"}, after
+    added = [line for tag, _, _, j1, j2 in ops if tag == "insert" for line in after.splitlines()[j1:j2]]
+    assert added[0].strip() == "pins:" and all(line.startswith("      ") for line in added[1:]), added
+    assert yaml.safe_load(after)["servers"]["files"]["pins"]
+    assert cli("check", "--server", "files", "--manifest", str(policy)).returncode == 0
