@@ -8,6 +8,7 @@ Nothing here prints; the CLI renders :class:`StatusReport`.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -147,16 +148,24 @@ def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
     if not source:
         source = "shipped" if "shipped" in note else "drafted" if note.startswith("written by synartesis") else "user"
     gated = 0
+    creations: list[str] = []
     for rule in tools:
         if not isinstance(rule, dict) or not str(rule.get("match", "")).startswith(f"{key}."):
             continue
+        # a rule whose inverse puts the snapshot back holds a call that creates what it writes
+        # (the pre-read finds nothing to restore): say so, not just "1 rule held" (new user
+        # round 13, #3: a new file's write_file was held, and status named only create_directory)
+        if (rule.get("class") in ("reversible", "compensable") and isinstance(rule.get("snapshot"), dict)
+                and "$snapshot" in json.dumps(rule.get("inverse"), default=str)
+                and str(rule.get("match"))[len(key) + 1:] not in creations):
+            creations.append(str(rule.get("match"))[len(key) + 1:])
         # held rules: irreversible ones (held unless told otherwise) and any rule drafted with
         # gate: always, such as a server-declared compensation nobody has checked yet
         default = "always" if rule.get("class") == "irreversible" else "never"
         if rule.get("gate", default) == "always":
             gated += 1
     return {"source": source, "policy_id": meta.get("policy_id"), "provenance": spec.get("provenance"),
-            "checked": meta.get("checked"), "todo": gated,
+            "checked": meta.get("checked"), "todo": gated, "creations_held": creations,
             "pins": len(spec.get("pins") or {}) if isinstance(spec.get("pins"), dict) else 0}
 
 
@@ -168,7 +177,9 @@ def policy_summary(info: dict[str, Any]) -> str:
     if info.get("provenance"):
         pol += f", {info['provenance']}"
     held, pins = int(info.get("todo") or 0), int(info.get("pins") or 0)
-    return (f"policy {pol} · {held} rule{'s' if held != 1 else ''} held for approval"
+    creations = [str(c) for c in info.get("creations_held") or []]
+    made = f" (and {', '.join(creations)} when it would create what it writes)" if creations else ""
+    return (f"policy {pol} · {held} rule{'s' if held != 1 else ''} held for approval{made}"
             f" · {pins} pin{'s' if pins != 1 else ''}")
 
 

@@ -174,3 +174,18 @@ def test_the_policy_s_servers_no_client_launches_are_listed_with_their_pins(fake
     report, by = rows(make_env(fake_home), tmp_path)
     assert by["files"].policy_key == "files-cursor" and by["files"].covered, by
     assert [u["name"] for u in report.unlaunched] == ["files", "mem"], report.unlaunched
+
+
+def test_status_says_which_rules_hold_a_call_that_creates_what_it_writes(fake_home, tmp_path):
+    """The shipped filesystem policy holds a write_file of a new file (no delete tool to undo
+    it); status said only "1 rule held for approval" (create_directory) (new user round 13, #3)."""
+    from synartesis.services.status import policy_summary
+
+    place(fake_home, "cursor", '{"mcpServers": {"files": {"command": "npx", "args": '
+                               '["-y", "@modelcontextprotocol/server-filesystem", "/srv/notes"]}}}\n')
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    _, by = rows(env, tmp_path)
+    info = by["files"].policy
+    assert info["source"] == "shipped" and info["creations_held"] == ["write_file", "edit_file"], info
+    assert "held for approval (and write_file, edit_file when it would create what it writes)" in policy_summary(info)
