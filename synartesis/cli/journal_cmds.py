@@ -327,6 +327,8 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
     out = console()
     live = sys.stdout.isatty() and not once
     path = where(manifest, journal).journal
+    # the approve command names the journal this was pointed at, as `gates` does
+    tail = f" --journal {shlex.quote(str(path))}" if journal is not None or manifest is not None else ""
     j = None
     while j is None:
         try:
@@ -362,7 +364,7 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
                     if a.id not in seen:
                         seen.add(a.id)
                         out.print(f"[bold]held[/] {a.id[:8]} {shown(a.qualified, line=True)}: approve with "
-                                  f"`synartesis approve {a.id[:8]}`")
+                                  f"`synartesis approve {a.id[:8]}{tail}`")
                 first = False
                 if not live:
                     return

@@ -425,7 +425,9 @@ async def _step_gate(d: _Demo, step: DemoStep) -> None:
             step.check("the refusal names the action to approve", False, text[:300])
             return
         step.say("A person looks at what is waiting, and approves it:")
-        gates = step.ran(await d.cli("gates"))
+        # pointed at the demo's journal, so the approve line gates prints works when copied into
+        # another shell (it names --journal only when told one: new user round 15, #6)
+        gates = step.ran(await d.cli("gates", "--journal", str(d.journal)))
         step.check("`synartesis gates` lists the held call", gates.exit_code == 0
                    and match.group(1)[:8] in gates.output, f"exit {gates.exit_code}")
         # the very command the proxy named to the agent (new user round 9: the demo showed one

@@ -30,3 +30,20 @@ def test_watch_once_prints_the_log_in_time_order(tmp_path, fs_server):
     assert out.returncode == 0, out.stdout + out.stderr
     times = re.findall(r"^(\d\d:\d\d:\d\d) ", out.stdout, re.M)
     assert len(times) == 2 and len(set(times)) == 2 and times == sorted(times), out.stdout
+
+
+def test_watch_names_the_journal_in_its_approve_command(tmp_path, fs_server):
+    """Pointed at a journal, the approve command watch prints for a held call names it, as
+    `gates` does: without it, copied into a shell, it looks in the user's own journal (new user
+    round 15, #6)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "j.db"
+    manifest.write_text(FS_POLICY)
+    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)])) as s:
+        s.handshake()
+        assert s.call(1, "write_file", {"path": str(root / "new.txt"), "content": "x\n"}).get("isError")
+    out = cli("watch", "--once", "--journal", str(journal))
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("held "))
+    assert re.search(r"approve [0-9a-f]{8} --journal \S+", line), line

@@ -46,6 +46,10 @@ def test_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path) -> None:
     told = next(ln for ln in out.splitlines() if "│" in ln and re.search(r"synartesis approve [0-9a-f]{8} ", ln))
     ran = next(ln for ln in out.splitlines() if ln.startswith("$ synartesis approve"))
     assert ran.removeprefix("$ synartesis ") == told.split(" synartesis ", 1)[1].strip(), (told, ran)
+    # the approve line `gates` prints names the demo's journal: copied into a shell without the
+    # demo's SYNARTESIS_HOME it would look in the user's own journal (new user round 15, #6)
+    gates_line = next(ln for ln in out.splitlines() if "approve one:" in ln)
+    assert "--journal " in gates_line, gates_line
     # The temporary folder is removed afterwards.
     assert not list(tmp_path.glob("synartesis-demo-*"))
 
