@@ -380,8 +380,11 @@ def result_line(report: UndoReport) -> str:
                 f"{'stays' if not report.dry_run else 'would stay'} removed (see above)") + _still_open(report)
     if report.asked_for_part:
         if report.kind == "redo":  # redo takes one undo at a time, newest first (a new user's finding)
+            steps = report.still_undone
+            named = (f" (step{'s' if len(steps) != 1 else ''} {', '.join(steps[:5])}"
+                     f"{f' and {len(steps) - 5} more' if len(steps) > 5 else ''})") if steps else ""
             return (f"{status} — what the last undo reverted is redone; what an earlier undo of this {whole} "
-                    "reverted is still undone (`synartesis redo` again redoes it)") + _still_open(report)
+                    f"reverted{named} is still undone: `synartesis redo {report.run[:8] if report.target == 'run' else report.run}` redoes it") + _still_open(report)
         return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect" + _still_open(report)
     return status + _still_open(report)
 

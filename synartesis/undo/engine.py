@@ -166,6 +166,10 @@ class UndoReport:
     # a redo: how many calls the undo left in place whose effect its --force overwrite removed
     # and this redo did not bring back (their runs end partial, and the redo exits 1)
     removed_left: int = 0
+    # a redo: the steps (``seq`` or ``run:seq``, with their tool) an earlier undo reverted that
+    # stay undone after it (redo takes one undo at a time): named, with the command that redoes
+    # them (new user round 15, #5)
+    still_undone: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
@@ -215,7 +219,8 @@ class UndoReport:
                 "steps": [_plain(s) for s in self.steps], "warnings": self.warnings,
                 "forcePreview": self.preview_force, "undo": self.undo_id, "picked": self.picked,
                 "skipped": self.skipped, "message": self.message, "stays": self.stays, "waiting": self.waiting,
-                "openRuns": self.open_runs, "earlierUnverified": self.earlier_unverified}
+                "openRuns": self.open_runs, "earlierUnverified": self.earlier_unverified,
+                "stillUndone": self.still_undone}
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))

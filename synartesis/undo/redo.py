@@ -166,8 +166,12 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
                                      run=s.get("run"), gseq=s.get("gseq")))
         statuses: dict[str, str] = {}
         redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone")}
-        for rid in redone:
-            still = any(a.status == "rolled_back" and a.cls != "readonly" for a in j.actions(rid))
+        for rid in sorted(redone):
+            undone = [a for a in j.actions(rid) if a.status == "rolled_back" and a.cls != "readonly"]
+            still = bool(undone)
+            if not preview:
+                report.still_undone += [(f"{rid[:8]}:{a.seq}" if target.kind == "session" else str(a.seq))
+                                        + f" {a.tool}" for a in undone]
             # partial too when the redo could not bring back what a left-in-place call did:
             # the run is not as the agent left it (it ended "redone" before, stop 20's leftover)
             statuses[rid] = "partial" if (still and not preview) or report.halted or rid in lost else "redone"
