@@ -426,7 +426,7 @@ def show_live(run: Optional[str], manifest: Optional[str], journal: Optional[str
 
 @app.command("prune")
 def prune_cmd(runs: Optional[list[str]] = typer.Argument(None, help="Runs to delete (ids or prefixes)."),
-              older_than: Optional[float] = typer.Option(None, "--older-than", help="Delete runs started more than DAYS ago.", metavar="DAYS"),
+              older_than: Optional[float] = typer.Option(None, "--older-than", help="Delete runs started more than DAYS ago (fractions allowed; 0: every run prune may delete).", metavar="DAYS"),
               yes: bool = typer.Option(False, "--yes", "-y", help="Do it (otherwise show what would go)."),
               manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
               as_json: bool = JsonOpt) -> None:

@@ -24,3 +24,11 @@ def test_help_shows_no_python_type_and_no_value_for_a_flag(tmp_path, command):
         assert re.search(r"--server\s+NAME\s", out) and re.search(r"--manifest\s+FILE\s", out), out
     if command == ["undo"]:
         assert re.search(r"--only\s+SEQ\s", out) and re.search(r"\bTARGET\b", out), out
+
+
+def test_prune_help_says_what_older_than_0_means(tmp_path):
+    """`prune --older-than 0` deletes every run prune may delete; its help said only "more than
+    DAYS ago" (new user round 15, #10)."""
+    env = {**os.environ, "COLUMNS": "200", "HOME": str(tmp_path)}
+    out = cli("prune", "--help", env=env).stdout
+    assert "0: every run prune may delete" in out, out
