@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS", "ALL_ACTIONS", "READ_COLS", "READ_STATUSES",
-           "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
+           "ACTS_ON_NOTHING", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
            "event_text", "packed_event"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
@@ -86,6 +86,25 @@ _NOW_SEC: tuple[int, str] = (-1, "")  # now_iso's last second since the epoch an
 # (an approved creation): nothing can ever put it back, so it stays in place (undo's pick skips
 # a session of nothing else; Journal.undoable_counts)
 NOTHING_TO_RESTORE = "no prior state existed, so there is nothing to restore"
+
+
+# how an undo step reads when the call's recorded inverse acts on nothing (below)
+ACTS_ON_NOTHING = "nothing to undo: its answer names nothing it changed (the inverse would act on an empty list)"
+
+
+def acts_on_nothing(inverse: Any) -> bool:
+    """Does a recorded inverse (a list of ``{server, tool, args}`` calls) act on nothing: every
+    call's arguments non-empty and each of them an empty list? So is a create that created
+    nothing: the memory server's ``create_entities`` of entities that all existed answers
+    ``{"entities": []}``, and its inverse is ``delete_entities {"entityNames": []}`` (new user
+    round 15, #7). Such an inverse is not sent and not shown as the undo. False for no inverse."""
+    if not isinstance(inverse, list) or not inverse:
+        return False
+    for call in inverse:
+        args = call.get("args") if isinstance(call, dict) else None
+        if not isinstance(args, dict) or not args or any(v != [] for v in args.values()):
+            return False
+    return True
 
 
 def status_text(status: str, unverified: int = 0) -> str:

@@ -32,7 +32,7 @@ from typing import Any, Callable
 from synartesis.canonical import canonical
 from synartesis.errors import ConflictError, LiveRunError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
-from synartesis.journal.rows import NOTHING_TO_RESTORE
+from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on_nothing
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError, resolve_template
@@ -890,6 +890,12 @@ class _Walk:
                 else:
                     reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
             return Step(a.seq, a.id, q, "permanent", reason)
+        if not unknown and acts_on_nothing(inverse):
+            # the server says the call changed nothing: there is nothing to send or to check
+            if not preview and not j.set_action_status(a.id, "rolled_back", note=ACTS_ON_NOTHING, reverted="found",
+                                                       expect=("applied",)):
+                return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
+            return Step(a.seq, a.id, q, "already-reverted", ACTS_ON_NOTHING, verified=True)
 
         verified = False
         before = prior_state(a, snapshot)
