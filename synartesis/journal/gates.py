@@ -120,7 +120,7 @@ class GatesMixin(RunsMixin):
     def list_gated(self) -> list[ActionRow]:
         """Every held call across all runs, oldest first."""
         with self._guard("list held calls"):
-            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE status = 'gated' ORDER BY created_at")
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE status = 'gated' ORDER BY created_at, gseq")
         return [action_from_row(r) for r in rows]
 
     def decisions(self, run_ids: list[str] | None = None) -> list[tuple[str, str, ActionRow]]:
