@@ -7,23 +7,15 @@ from __future__ import annotations
 
 import json
 
-from helpers import FS_POLICY, RawSession, cli, open_journal, proxy_argv
+from helpers import FS_POLICY, cli, files_run, open_journal
 
 
 def test_redo_names_the_steps_an_earlier_undo_left_undone_and_the_command(tmp_path, fs_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    for name in ("a.txt", "b.txt"):
-        (root / name).write_text("orig\n")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text(FS_POLICY)
-    with RawSession(proxy_argv("files", manifest, journal, [*fs_server, str(root)])) as s:
-        s.handshake()
-        assert not s.call(1, "write_file", {"path": str(root / "a.txt"), "content": "one\n"}).get("isError")
-        assert not s.call(2, "write_file", {"path": str(root / "b.txt"), "content": "two\n"}).get("isError")
-    with open_journal(journal) as j:
+    root, flags = files_run(tmp_path, fs_server, {"a.txt": "orig\n", "b.txt": "orig\n"},
+                            [("write_file", {"path": "{root}/a.txt", "content": "one\n"}),
+                             ("write_file", {"path": "{root}/b.txt", "content": "two\n"})], policy=FS_POLICY)
+    with open_journal(flags[-1]) as j:
         run = j.list_runs()[0].id
-    flags = ["--manifest", str(manifest), "--journal", str(journal)]
     assert cli("undo", run[:8], "--only", "1", *flags).returncode == 0   # an earlier undo: step 1
     assert cli("undo", run[:8], *flags).returncode == 0                  # the newest: step 2
     redo = cli("redo", *flags)
