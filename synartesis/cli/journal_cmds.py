@@ -14,7 +14,7 @@ from synartesis.cli.app import app
 from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, run_servers,
                                    run_status, shorten, shown, visible)
 from synartesis.errors import NoJournalError, UsageError
-from synartesis.journal.rows import acts_on_nothing
+from synartesis.journal.rows import ACTS_ON_NOTHING_SHOWN, acts_on_nothing
 from synartesis.services.context import default_actor, open_journal, where
 from synartesis.services.runs import CLASS_BADGE, action_view, class_words, decide, pick_gated, run_summary
 
@@ -120,7 +120,7 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
             for more in lines[1:]:
                 out.print(f"             {shown(shorten(more, 200))}")
         if acts_on_nothing(a.inverse):
-            out.print("       undo: nothing to undo (its answer names nothing it changed)")
+            out.print(f"       undo: {ACTS_ON_NOTHING_SHOWN}")
         elif a.inverse:
             for inv in a.inverse:
                 out.print(f"       undo: {shown(inv['server'], line=True)}.{shown(inv['tool'], line=True)} {shown(shorten(inv['args'], 160))}")

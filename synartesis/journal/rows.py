@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS", "ALL_ACTIONS", "READ_COLS", "READ_STATUSES",
-           "ACTS_ON_NOTHING", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
+           "ACTS_ON_NOTHING", "ACTS_ON_NOTHING_SHOWN", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
            "event_text", "packed_event"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
@@ -90,6 +90,8 @@ NOTHING_TO_RESTORE = "no prior state existed, so there is nothing to restore"
 
 # how an undo step reads when the call's recorded inverse acts on nothing (below)
 ACTS_ON_NOTHING = "nothing to undo: its answer names nothing it changed (the inverse would act on an empty list)"
+# how `show` and the console name such an inverse in place of the call
+ACTS_ON_NOTHING_SHOWN = "nothing to undo (its answer names nothing it changed)"
 
 
 def acts_on_nothing(inverse: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from rich.text import Text
 
 from synartesis.journal import RunRow
-from synartesis.journal.rows import acts_on_nothing
+from synartesis.journal.rows import ACTS_ON_NOTHING_SHOWN, acts_on_nothing
 from synartesis.printable import printable
 from synartesis.services.runs import CLASS_BADGE, ActionView, class_words
 from synartesis.undo.words import nothing_result, nothing_why, unverified_lines, unverified_why
@@ -180,7 +180,7 @@ def prior_word(prior: str | None, cls: str) -> str:
 def inverse_text(view: ActionView, limit: int = 160) -> str:
     """The resolved inverse as ``server.tool {args}`` (several joined by ``; ``), or why none."""
     if acts_on_nothing(view.inverse):
-        return "nothing to undo (its answer names nothing it changed)"
+        return ACTS_ON_NOTHING_SHOWN
     if view.inverse:
         return "; ".join(f"{c.get('server')}.{c.get('tool')} {short(c.get('args'), limit)}" for c in view.inverse
                          if isinstance(c, dict))
