@@ -94,13 +94,15 @@ ACTS_ON_NOTHING = "nothing to undo: its answer names nothing it changed (the inv
 ACTS_ON_NOTHING_SHOWN = "nothing to undo (its answer names nothing it changed)"
 
 
-def acts_on_nothing(inverse: Any) -> bool:
+def acts_on_nothing(inverse: Any, prior: str | None) -> bool:
     """Does a recorded inverse (a list of ``{server, tool, args}`` calls) act on nothing: every
     call's arguments non-empty and each of them an empty list? So is a create that created
     nothing: the memory server's ``create_entities`` of entities that all existed answers
     ``{"entities": []}``, and its inverse is ``delete_entities {"entityNames": []}`` (new user
-    round 15, #7). Such an inverse is not sent and not shown as the undo. False for no inverse."""
-    if not isinstance(inverse, list) or not inverse:
+    round 15, #7). Such an inverse is not sent and not shown as the undo. False for no inverse,
+    and False when the call's state before it was captured (``prior`` ``"captured"``): an empty
+    list taken from the snapshot is the state to put back (tags that were ``[]``), not nothing."""
+    if prior == "captured" or not isinstance(inverse, list) or not inverse:
         return False
     for call in inverse:
         args = call.get("args") if isinstance(call, dict) else None

@@ -890,7 +890,7 @@ class _Walk:
                 else:
                     reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
             return Step(a.seq, a.id, q, "permanent", reason)
-        if not unknown and acts_on_nothing(inverse):
+        if not unknown and acts_on_nothing(inverse, a.prior):
             # the server says the call changed nothing: there is nothing to send or to check
             if not preview and not j.set_action_status(a.id, "rolled_back", note=ACTS_ON_NOTHING, reverted="found",
                                                        expect=("applied",)):

@@ -38,9 +38,12 @@ def test_a_create_that_created_nothing_is_nothing_to_undo(tmp_path, memory_serve
 
 
 def test_acts_on_nothing_only_for_every_argument_an_empty_list():
-    assert acts_on_nothing([{"server": "m", "tool": "delete_entities", "args": {"entityNames": []}}])
-    assert not acts_on_nothing([{"server": "m", "tool": "delete_entities", "args": {"entityNames": ["A"]}}])
-    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {"names": [], "path": "/a"}}])
-    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {}}])
-    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {"a": []}}, {"server": "m", "tool": "y", "args": {"b": [1]}}])
-    assert not acts_on_nothing(None) and not acts_on_nothing([])
+    empty = [{"server": "m", "tool": "delete_entities", "args": {"entityNames": []}}]
+    assert acts_on_nothing(empty, "none")
+    # an empty list from the snapshot is a state to put back (tags that were []), not nothing
+    assert not acts_on_nothing([{"server": "m", "tool": "set_tags", "args": {"tags": []}}], "captured")
+    assert not acts_on_nothing([{"server": "m", "tool": "delete_entities", "args": {"entityNames": ["A"]}}], "none")
+    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {"names": [], "path": "/a"}}], "none")
+    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {}}], "none")
+    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {"a": []}}, {"server": "m", "tool": "y", "args": {"b": [1]}}], "none")
+    assert not acts_on_nothing(None, "none") and not acts_on_nothing([], "none")
