@@ -233,10 +233,10 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
     if action and all_:
         raise UsageError("give an action id or --all, not both")
     with journal_for(manifest, journal) as j:
-        if all_ and not j.list_gated():
+        targets = pick_gated(j, action, all_)
+        if all_ and not targets:
             console().print("nothing is awaiting approval")
             return
-        targets = pick_gated(j, action, all_)
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []
         views = [action_view(j, a) for a in targets]

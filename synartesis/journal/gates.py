@@ -16,6 +16,17 @@ from synartesis.journal.runs import RunsMixin
 __all__ = ["GatesMixin"]
 
 
+def _reached_server(a: ActionRow) -> bool:
+    """Whether a row records its call sent to the server: not held or decided, and not a
+    ``failed`` row refused before sending (held as a twin, blocked, never sent): a failed row
+    reached the server only when its note gives the server's answer."""
+    if a.status in ("gated", "approved", "denied"):
+        return False
+    if a.status == "failed":
+        return (a.note or "").startswith(("the server answered", "the server asked", "the server refused"))
+    return True
+
+
 class _NotSpent(Exception):
     """The approval could not be marked used: roll the carrier back."""
 
@@ -116,6 +127,57 @@ class GatesMixin(RunsMixin):
                                  decided_at=now_iso())
             return self._set(action_id, "denied", note=None, expect=("gated",), decided_by=by,
                              decided_at=now_iso(), decision_note=reason or "denied")
+
+    def settle_held_twins(self, sent: ActionRow) -> list[str]:
+        """Settle the held calls made moot by ``sent``, the same call (server, tool, canonical
+        arguments) let through without an approval: a new file's write held as a creation
+        whose file exists by the time the agent makes it again. Each waiting twin becomes
+        ``failed`` ("never sent"), so it no longer waits for a decision that means nothing,
+        keeps its run from ``prune`` or offers an approval its reason no longer explains (new
+        user round 15, #1). Returns the ids settled (usually none: one probe of the index of
+        held calls, with no write lock taken)."""
+        with self._guard("settle held calls"):
+            waiting = [r[0] for r in self._all("SELECT id FROM actions WHERE call_key = ? AND status = 'gated' "
+                                               "AND id != ?", (sent.call_key, sent.id))]
+            if not waiting:
+                return []
+            settled = []
+            with self._tx():
+                for aid in waiting:
+                    if self._set(aid, "failed", expect=("gated",), note=self.superseded_note(sent)):
+                        settled.append(aid)
+            return settled
+
+    @staticmethod
+    def superseded_note(sent: ActionRow) -> str:
+        """The note of a held call settled by :meth:`settle_held_twins`."""
+        return (f"never sent: the same call went through later as action {sent.id[:8]} without needing "
+                "approval, so this one no longer waits for a decision")
+
+    def superseded_holds(self) -> list[tuple[ActionRow, ActionRow]]:
+        """Held calls whose identical call was since let through (journals written before
+        :meth:`settle_held_twins` existed), as (held, sent) pairs: ``sent`` is the first later
+        row of the same call that reached the server (not held, denied, approved or refused).
+        One scan of the actions table; ``prune`` and the held-call listings settle them."""
+        with self._guard("find superseded held calls"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE call_key IN "
+                             "(SELECT call_key FROM actions WHERE status = 'gated') ORDER BY gseq")
+        waiting: dict[str, list[ActionRow]] = {}
+        out = []
+        for a in map(action_from_row, rows):
+            if a.status == "gated":
+                waiting.setdefault(a.call_key, []).append(a)
+            elif _reached_server(a) and waiting.get(a.call_key):
+                out.extend((h, a) for h in waiting.pop(a.call_key))
+        return out
+
+    def settle_superseded(self) -> int:
+        """Settle every held call :meth:`superseded_holds` finds; returns how many."""
+        n = 0
+        for held, sent in self.superseded_holds():
+            with self._guard("settle held calls"), self._tx():
+                n += self._set(held.id, "failed", expect=("gated",), note=self.superseded_note(sent))
+        return n
 
     def list_gated(self) -> list[ActionRow]:
         """Every held call across all runs, oldest first."""

@@ -349,7 +349,12 @@ class RunsMixin(ActionsMixin):
         if run.live:
             return "it is still active"
         if run.counts.get("gated"):
-            return "it holds a call waiting for approval"
+            with self._guard("list held calls"):
+                held = [r[0][:8] for r in self._all("SELECT id FROM actions WHERE run_id = ? AND status = 'gated' "
+                                                    "ORDER BY seq", (run.id,))]
+            them = "it" if len(held) == 1 else "each"
+            return (f"it holds a call waiting for approval ({', '.join(held)}); approve or deny {them} first "
+                    f"(synartesis deny {held[0]})")
         if run.counts.get("unrecoverable") or run.counts.get("rolling_back"):
             return "its undo halted; a person must look at it first"
         return None

@@ -573,7 +573,21 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         host.reply_protocol_error(ctx, -32000, f"synartesis: {server} is not running")
         return
     _flush_earlier(j)
+    if snapshot_out is not None and snapshot_out.kind == "present" and not approved:
+        _settle_held_twins(j, action)
     _settle(host, ctx, action.id, rule, args, snapshot_out, read)
+
+
+def _settle_held_twins(j: Any, action: Any) -> None:
+    """A write that passed because what it writes now exists may have an identical call held
+    earlier as a creation: that hold no longer means anything (settled while this call is at
+    the server; see :meth:`Journal.settle_held_twins`)."""
+    try:
+        for aid in j.settle_held_twins(action):
+            log("info", "settled a held call: the same call went through without approval",
+                action=aid, sent_as=action.id)
+    except JournalError as exc:
+        log("error", "could not settle an earlier held call", error=str(exc))
 
 
 def _flush_earlier(j: Any) -> None:

@@ -19,7 +19,8 @@ class PrunePlan:
 
 
 def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> PrunePlan:
-    """Which runs would go and which are kept (with why).
+    """Which runs would go and which are kept (with why). A held call an identical call
+    since went through without is settled first (it waits for nothing and would keep its run).
 
     Raises:
         UsageError: neither runs nor ``--older-than`` given, both given, or a run does not match.
@@ -34,6 +35,8 @@ def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> Pr
             raise UsageError("--older-than needs a number of days, 0 or more")
         cutoff = (datetime.now(timezone.utc) - timedelta(days=older_than_days)).isoformat(timespec="milliseconds")
         candidates = [r for r in j.list_runs() if r.started_at.replace("Z", "+00:00") < cutoff]
+    if any(r.counts.get("gated") for r in candidates) and j.settle_superseded():
+        candidates = [j.find_run(r.id) for r in candidates]  # their counts changed
     plan = PrunePlan(bytes_before=j.size_on_disk())
     for r in candidates:
         why = j.prunable(r)

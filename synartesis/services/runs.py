@@ -89,7 +89,11 @@ def pick_gated(j: Journal, ref: str | None, all_: bool) -> list[ActionRow]:
     Raises:
         UsageError: no id and several waiting; nothing matches; a full id that is not held.
         ConflictError: the named action exists but is no longer awaiting approval.
+
+    Held calls an identical call since went through without have nothing to decide: they are
+    settled first (:meth:`Journal.settle_superseded`).
     """
+    j.settle_superseded()
     gated = j.list_gated()
     if all_:
         return gated
