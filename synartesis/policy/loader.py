@@ -21,6 +21,7 @@ from synartesis.policy.model import (
     CLASSES,
     DEFAULT_PRODUCTION_PATTERNS,
     GATES,
+    ON_ABSENT,
     CallTemplate,
     Policy,
     Rule,
@@ -36,7 +37,7 @@ _TOP_KEYS = {"version", "servers", "tools", "production_patterns", "journal", "j
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note", "saga"}
 _RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state",
               "settle"}
-_CALL_KEYS = {"tool", "args", "absent_when", "refuse_when"}
+_CALL_KEYS = {"tool", "args", "absent_when", "refuse_when", "on_absent"}
 _PROVENANCE = ("live", "documented")
 
 try:  # the C loader is several times faster; fall back when libyaml is absent
@@ -365,7 +366,7 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
         raise loc.error(path + ("note",), "note must be a string")
 
     snapshot = _call(loc, raw["snapshot"], path + ("snapshot",), servers, allowed={"args"},
-                     reads=True) if "snapshot" in raw else None
+                     reads=True, snapshot=True) if "snapshot" in raw else None
     inverse_raw = raw.get("inverse")
     inverse: tuple[CallTemplate, ...] = ()
     if inverse_raw is not None:
@@ -449,7 +450,7 @@ def _refs(loc: _Located, template: Any, path: tuple) -> list[tuple[str, str, tup
 
 
 def _call(loc: _Located, raw: Any, path: tuple, servers: dict[str, ServerSpec], *,
-          allowed: set[str], reads: bool = False) -> CallTemplate:
+          allowed: set[str], reads: bool = False, snapshot: bool = False) -> CallTemplate:
     what = ".".join(str(p) for p in path[2:]) or "call"
     raw = _expect_map(loc, raw, path, what)
     _check_keys(loc, raw, _CALL_KEYS, path, what)
@@ -482,5 +483,12 @@ def _call(loc: _Located, raw: Any, path: tuple, servers: dict[str, ServerSpec], 
         if not reads:
             raise loc.error(path + ("refuse_when",), "refuse_when belongs on a read (snapshot or verify), not on an inverse")
         refuse_when = _str_list(loc, raw["refuse_when"], path + ("refuse_when",), "refuse_when", allow_str=True)
+    on_absent = "hold"
+    if "on_absent" in raw:
+        if not snapshot:
+            raise loc.error(path + ("on_absent",), "on_absent belongs on a snapshot, the read that finds nothing to restore")
+        on_absent = raw["on_absent"]
+        if on_absent not in ON_ABSENT:
+            raise loc.error(path + ("on_absent",), f"on_absent must be one of {', '.join(ON_ABSENT)}, not {on_absent!r}")
     return CallTemplate(server=server, tool=tool_name, args=args, absent_when=absent_when,
-                        refuse_when=refuse_when)
+                        refuse_when=refuse_when, on_absent=on_absent)

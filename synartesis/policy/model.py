@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 from synartesis.frozen import factory, record
 
-__all__ = ["pattern_regex", "CLASSES", "GATES", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED",
+__all__ = ["pattern_regex", "CLASSES", "GATES", "ON_ABSENT", "CallTemplate", "Rule", "ServerSpec", "Policy", "FAIL_CLOSED",
            "DEFAULT_PRODUCTION_PATTERNS", "production_match", "ProductionHit"]
 
 @functools.lru_cache(maxsize=65536)
@@ -23,6 +23,8 @@ def pattern_regex(pattern: str) -> re.Pattern:
 
 CLASSES = ("readonly", "reversible", "compensable", "irreversible")
 GATES = ("always", "on_write", "never")
+#: a snapshot's ``on_absent``: what a call whose pre-read finds nothing to restore gets
+ON_ABSENT = ("hold", "send")
 #: ``production_patterns`` when a policy does not set it (issue 10 item 10).
 DEFAULT_PRODUCTION_PATTERNS = ("prod", "production", "live")
 _GLOB = frozenset("*?[")
@@ -83,6 +85,11 @@ class CallTemplate:
             Empty tuple: any tool error of the read means "absent" (reference behaviour).
         refuse_when: phrases that, in a successful read's payload, mean the read cannot
             represent the resource exactly (e.g. U+FFFD from a binary file): the write is refused.
+        on_absent: a snapshot's answer to finding nothing where the inverse needs the state
+            before: ``hold`` (the default: the call would create what it writes, which undo
+            cannot take back, so a person approves it) or ``send`` (the tool never creates,
+            e.g. filesystem ``edit_file``: the server refuses a missing resource itself, so the
+            call goes through unheld and its error settles it as ``failed``).
     """
 
     server: str
@@ -90,6 +97,7 @@ class CallTemplate:
     args: dict
     absent_when: tuple[str, ...] = ()
     refuse_when: tuple[str, ...] = ()
+    on_absent: str = "hold"
 
     def as_dict(self) -> dict:
         d: dict[str, Any] = {"server": self.server, "tool": self.tool, "args": self.args}
@@ -97,6 +105,8 @@ class CallTemplate:
             d["absent_when"] = list(self.absent_when)
         if self.refuse_when:
             d["refuse_when"] = list(self.refuse_when)
+        if self.on_absent != "hold":
+            d["on_absent"] = self.on_absent
         return d
 
 

@@ -531,7 +531,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             return
         prior = "captured" if snapshot_out.kind == "present" else "absent"
         verify = {k: v for k, v in read.items() if k != "refuse_when"} if read is not None else None
-        if prior == "absent" and _uses_snapshot(rule) and not approved:
+        if prior == "absent" and _uses_snapshot(rule) and not approved and rule.snapshot.on_absent == "hold":
             # nothing to restore: held like an irreversible call (the waiting row is reused)
             reason = (f"{_absent_words(read, snapshot_out.reason)}, so there is nothing to restore and this call "
                       "cannot be undone")

@@ -156,6 +156,7 @@ def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
         # (the pre-read finds nothing to restore): say so, not just "1 rule held" (new user
         # round 13, #3: a new file's write_file was held, and status named only create_directory)
         if (rule.get("class") in ("reversible", "compensable") and isinstance(rule.get("snapshot"), dict)
+                and rule["snapshot"].get("on_absent", "hold") == "hold"
                 and "$snapshot" in json.dumps(rule.get("inverse"), default=str)
                 and str(rule.get("match"))[len(key) + 1:] not in creations):
             creations.append(str(rule.get("match"))[len(key) + 1:])

@@ -105,8 +105,12 @@ def test_filesystem_every_reversible_call_is_undone_exactly(tmp_path: Path) -> N
         ("write_file", {"path": str(root / "image.bin"), "content": "text"}),                    # binary: refused
         ("create_directory", {"path": str(root / "made")}),                                       # held
         ("read_text_file", {"path": str(root / "notes.txt")}),
+        # an edit never creates a file: sent, not held as a creation; the server refuses it
+        # (new user round 15, #3: it was held "so there is nothing to restore")
+        ("edit_file", {"path": str(root / "missing.md"), "edits": [{"oldText": "a", "newText": "b"}]}),
     ]
     results = asyncio.run(_agent(_proxy("files", policy, journal, argv), env, calls))
+    assert results[8].is_error and HELD not in _text(results[8]) and "ENOENT" in _text(results[8]), _text(results[8])
     assert not results[0].is_error and not results[1].is_error and not results[3].is_error
     assert "```diff" in _text(results[2]) and not results[2].is_error
     assert results[4].is_error and HELD in _text(results[4])
@@ -115,7 +119,7 @@ def test_filesystem_every_reversible_call_is_undone_exactly(tmp_path: Path) -> N
     assert _text(results[7]) == "overwritten\n"
     damaged = _tree(root)
     assert damaged != before
-    assert "brand-new.txt" not in damaged and "made" not in damaged
+    assert "brand-new.txt" not in damaged and "made" not in damaged and "missing.md" not in damaged
     assert damaged["image.bin"] == before["image.bin"]
     assert damaged["plan.md"] == b"x = 1\nx = 1\n    indented\n"
 
@@ -126,6 +130,7 @@ def test_filesystem_every_reversible_call_is_undone_exactly(tmp_path: Path) -> N
     statuses = {(t, s) for t, _, s in _statuses(journal)}
     assert ("write_file", "rolled_back") in statuses and ("move_file", "rolled_back") in statuses
     assert ("edit_file", "rolled_back") in statuses
+    assert _statuses(journal)[-1] == ("edit_file", "reversible", "failed")
 
 
 # -- memory ----------------------------------------------------------------------------------

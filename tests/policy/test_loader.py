@@ -64,6 +64,10 @@ CASES = [
      9, 38, "$upstream is not a namespace"),
     ("absent_when on inverse", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, absent_when: x}\n",
      9, 40, "absent_when belongs on a read"),
+    ("on_absent on inverse", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, on_absent: send}\n",
+     9, 38, "on_absent belongs on a snapshot"),
+    ("on_absent unknown", HEAD + "  - match: fs.a\n    class: reversible\n    snapshot: {tool: fs.r, on_absent: create}\n"
+     "    inverse: {tool: fs.b}\n", 9, 39, "on_absent must be one of hold, send"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
      10, 13, "verify is for compensable tools"),
     ("verify with snapshot", HEAD + "  - match: fs.a\n    class: compensable\n    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n"
@@ -101,7 +105,8 @@ def test_a_valid_policy_with_every_feature_loads(tmp_path):
     class: readonly
   - match: fs.edit_file
     class: reversible
-    snapshot: {tool: fs.read_text_file, args: {path: "$.path"}, absent_when: ENOENT, refuse_when: ["\\ufffd"]}
+    snapshot: {tool: fs.read_text_file, args: {path: "$.path"}, absent_when: ENOENT, refuse_when: ["\\ufffd"],
+               on_absent: send}
     inverse: {tool: fs.write_file, args: {path: "$.path", content: "$snapshot.content"}}
   - match: fs.delete_many
     class: compensable
@@ -122,6 +127,7 @@ def test_a_valid_policy_with_every_feature_loads(tmp_path):
     assert pol.rule_for("fs", "edit_file", {"dryRun": True}).cls == "readonly"
     assert pol.rule_for("fs", "edit_file", {"dryRun": False}).cls == "reversible"
     assert pol.rule_for("fs", "edit_file", {}).snapshot.refuse_when == ("\ufffd",)
+    assert pol.rule_for("fs", "edit_file", {}).snapshot.on_absent == "send"
     assert pol.rule_for("fs", "edit_file", {}).snapshot.absent_when == ("ENOENT",)
     assert len(pol.rule_for("fs", "delete_many", {}).inverse) == 2
     assert pol.rule_for("db", "query", {}).gate == "on_write"
