@@ -38,13 +38,11 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
              dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
              replan: bool = typer.Option(False, "--replan", help="Rebuild inverses and reads from the current policy using the captured state."),
              force: bool = typer.Option(False, "--force", help="Undo a live run / list what would be overwritten despite drift; with --yes, do it."),
-             yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead."),
+             yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead and overwrite. Alone it changes nothing: undo and redo never ask."),
              by: Optional[str] = typer.Option(None, "--by", help="Who is undoing (default: the OS user)."),
              manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
              as_json: bool = JsonOpt) -> None:
     """Put back what an agent session (or one run) changed, newest first; stop at the first sign the world moved on."""
-    if yes and not force:
-        raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     if to is not None and only is not None:
         raise typer.BadParameter("--to and --only do not go together", param_hint="--only")
     opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by, journal=journal)
@@ -62,13 +60,11 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
 def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: what the newest undo reverted)."),
              dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
              force: bool = typer.Option(False, "--force", help="Redo a live run / list what would be overwritten despite drift; with --yes, do it."),
-             yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead."),
+             yes: bool = typer.Option(False, "--yes", "-y", help="With --force: go ahead and overwrite. Alone it changes nothing: undo and redo never ask."),
              by: Optional[str] = typer.Option(None, "--by", help="Who is redoing (default: the OS user)."),
              manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
              as_json: bool = JsonOpt) -> None:
     """Re-apply what the last undo reverted, oldest first; irreversible calls are never re-sent."""
-    if yes and not force:
-        raise typer.BadParameter("--yes goes with --force", param_hint="--yes")
     from synartesis.undo import redo
     opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by, journal=journal)
     with journal_for(manifest, journal) as j:
