@@ -19,6 +19,8 @@ Environment knobs:
 - ``FAKE_DECOY_PAD=N``: the decoy's text is N bytes longer (over 1 MiB: a large frame).
 - ``FAKE_BATCH_ANSWERS=1``: every tools/call of the client's is answered inside a JSON-RPC batch
   (a one-element array), as a pre-2025-06-18 server may; the proxy's own (``syn-`` ids) are not.
+- ``FAKE_BIG_NUMBER=1``: every answer to a tools/call of the client's carries a 5,000-digit
+  integer in its result (valid JSON that Python's ``json.loads`` refuses; JavaScript reads it).
 - ``FAKE_SLOW_REQUEST=S``: every other request (``ping``: ``{}``; any other method: "Method not
   found") is answered S seconds later from a timer, while later requests are served.
 """
@@ -91,6 +93,13 @@ def main() -> None:
             body["structuredContent"] = value
         answer = {"jsonrpc": "2.0", "id": mid, "result": body}
         batch = os.environ.get("FAKE_BATCH_ANSWERS") and not str(mid).startswith("syn-")  # the proxy's own reads: plain
+        if os.environ.get("FAKE_BIG_NUMBER") and not str(mid).startswith("syn-"):
+            body["bigNumber"] = "__BIG__"
+            text = json.dumps([answer] if batch else answer).replace('"__BIG__"', "9" * 5000)
+            with out_lock:
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+            return
         send([answer] if batch else answer)
 
     for line in sys.stdin:

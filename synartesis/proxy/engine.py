@@ -39,8 +39,8 @@ from synartesis.errors import JournalError
 from synartesis.log import log
 from synartesis.policy.model import Policy, Rule
 from synartesis.proxy.call import CallContext, error_answer, is_plain_read, lone_surrogate, tool_result
-from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, dump, id_key, parse, refusal, reread,
-                                      response_id)
+from synartesis.proxy.framing import (INVALID, NOT_RESPONSE, LazyFrame, batch_items, dump, id_key, parse, refusal,
+                                      reread, response_id)
 from synartesis.proxy.transport import RequestFailed, Upstream
 
 TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (README, design notes)
@@ -813,10 +813,18 @@ class Engine:
         recorded at EOF as "the server exited before answering": new user round 9). Nothing of
         it is sent here: the client gets the batch, so a write's answer is not kept back."""
         items = msg.parse() if msg.__class__ is LazyFrame else msg
+        if items is None and msg.__class__ is LazyFrame:  # an element json.loads refuses
+            items = batch_items(msg.line, strict=False)  # (adversarial review 15, F3)
         for item in items if isinstance(items, list) else ():
-            if not isinstance(item, dict) or "method" in item or "id" not in item:
+            if isinstance(item, LazyFrame):
+                mid = item.response_id()
+                if mid is NOT_RESPONSE:
+                    continue
+            elif not isinstance(item, dict) or "method" in item or "id" not in item:
                 continue
-            key = id_key(item["id"])
+            else:
+                mid = item["id"]
+            key = id_key(mid)
             ctx = self._inflight.pop(key, None)
             if ctx is not None:
                 self._settle(ctx, item, None)

@@ -24,7 +24,8 @@ TYPE_CHECKING = False  # typing is not imported on the proxy's start-up path (RE
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["INVALID", "LARGE", "NOT_RESPONSE", "LazyFrame", "LineSplitter", "answer_frame", "dump", "id_key", "parse", "parse_lenient",
+__all__ = ["INVALID", "LARGE", "NOT_RESPONSE", "LazyFrame", "LineSplitter", "answer_frame", "batch_items", "dump", "id_key",
+           "parse", "parse_lenient", "with_id",
            "parse_lenient_small", "read_frames", "refusal", "reread", "response_id", "unreadable", "write_frame"]
 
 #: frames above this many bytes are routed by their envelope and parsed only on demand
@@ -294,23 +295,78 @@ def unreadable(line: Any) -> LazyFrame | None:
     return LazyFrame.scan(line)
 
 
-def refusal(line: Any) -> dict:
+def batch_items(line: Any, strict: bool = True) -> list | None:
+    """The elements of a JSON array frame that ``json.loads`` refused as a whole (an element
+    holds an int of over 4,300 digits, or nests too deep): each parsed when it can be
+    (``strict``: as :func:`parse` reads a client frame; else as :func:`parse_lenient_small`
+    reads a server's), else a :class:`LazyFrame` of its envelope (:func:`unreadable`), else
+    None. None when ``line`` is not an array whose elements can be told apart (adversarial
+    review 15, F3/F4: such a batch was routed as nothing)."""
+    try:
+        pos = _RE.ws.match(line, 0).end()
+        if line[pos:pos + 1] != b"[":
+            return None
+        pos += 1
+        items: list = []
+        while True:
+            pos = _RE.ws.match(line, pos).end()
+            c = line[pos]
+            if c == 0x5D:  # ]
+                return items if not bytes(line[pos + 1:]).strip(b" \t\n\r") else None
+            if c == 0x2C:  # ,
+                pos += 1
+                continue
+            end = _skip(line, pos)
+            chunk = bytes(line[pos:end])
+            value = parse(chunk) if strict else parse_lenient_small(chunk)
+            if value is _INVALID or value is None:
+                value = LazyFrame.scan(chunk)
+            items.append(value)
+            pos = end
+    except (_Skip, _TooBig, ValueError, IndexError, RecursionError):
+        return None
+
+
+def with_id(frame: LazyFrame, new_id: Any) -> bytes:
+    """``frame``'s bytes with its ``id`` member's value replaced by ``new_id`` (a frame
+    ``json.loads`` will not read cannot be rebuilt from a parsed value)."""
+    a, b = frame.members["id"]
+    line = bytes(frame.line)
+    return line[:a] + dump(new_id) + line[b:]
+
+
+_READ_REFUSED = ("Parse error: synartesis could not read this {what} (it is not valid JSON, or JSON that Python's "
+                 "reader refuses: a number of over 4,300 digits, or nesting too deep), so {sent} sent to the server")
+
+
+def refusal(line: Any) -> Any:
     """The JSON-RPC error for a client frame :func:`parse` refused. Under the request's own
     ``id`` when its envelope names one (a request that is valid JSON Python's reader refuses,
     :func:`unreadable`, or one broken inside its params), so the client's request is answered
-    and not left waiting; otherwise ``id`` null, as JSON-RPC has it for a parse error. Only a
-    frame that is valid UTF-8 is looked into (adversarial review 14, F4)."""
+    and not left waiting; otherwise ``id`` null, as JSON-RPC has it for a parse error. A batch
+    is answered with a batch: an error under each request's id, none of it sent (adversarial
+    review 15, F4: it was answered once with id null). Only a frame that is valid UTF-8 is
+    looked into (adversarial review 14, F4)."""
     frame = None
     try:
         bytes(line).decode("utf-8")
         frame = LazyFrame.scan(line)
     except (UnicodeDecodeError, ValueError):
         pass
+    if frame is not None and frame.is_batch:
+        errors = []
+        for item in batch_items(line) or ():
+            mid = item.get("id") if isinstance(item, dict) and "method" in item else \
+                item.member("id") if isinstance(item, LazyFrame) and not item.is_batch and "method" in item else None
+            if mid.__class__ in (int, str):
+                errors.append({"jsonrpc": "2.0", "id": mid, "error": {"code": -32700, "message": _READ_REFUSED.format(
+                    what="batch", sent="none of it was")}})
+        if errors:
+            return errors
     mid = frame.member("id") if frame is not None and not frame.is_batch and "method" in frame else None
     if mid.__class__ in (int, str):
-        return {"jsonrpc": "2.0", "id": mid, "error": {"code": -32700, "message": (
-            "Parse error: synartesis could not read this request (it is not valid JSON, or JSON that Python's reader "
-            "refuses: a number of over 4,300 digits, or nesting too deep), so it was not sent to the server")}}
+        return {"jsonrpc": "2.0", "id": mid, "error": {"code": -32700, "message": _READ_REFUSED.format(
+            what="request", sent="it was not")}}
     return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
                                                    "message": "Parse error: synartesis forwards only valid UTF-8 JSON"}}
 

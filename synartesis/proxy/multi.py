@@ -26,7 +26,7 @@ from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.call import CallContext
 from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
-from synartesis.proxy.framing import INVALID, LazyFrame, dump, parse, refusal
+from synartesis.proxy.framing import INVALID, NOT_RESPONSE, LazyFrame, batch_items, dump, parse, refusal, with_id
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
 from synartesis.proxy.stdio import StdioUpstream
 from synartesis.proxy.transport import RequestFailed, Upstream
@@ -296,7 +296,7 @@ class MultiEngine(Engine):
         """One frame from child ``server`` (on its reader thread)."""
         if isinstance(msg, LazyFrame):
             # one json.loads will not read (framing.unreadable): its envelope, the result digested
-            msg = msg.parse() if msg.is_batch else msg.readable()
+            msg = (msg.parse() or batch_items(msg.line, strict=False)) if msg.is_batch else msg.readable()
         if isinstance(msg, list):
             self._child_batch(server, line, msg)
             return
@@ -338,7 +338,23 @@ class MultiEngine(Engine):
         the server wrote it when nothing in it changed. It was dropped whole before (stop 20)."""
         out, changed = [], False
         for item in items:
-            if isinstance(item, dict) and "id" in item and "method" not in item:
+            if isinstance(item, LazyFrame) and not item.is_batch:  # an element json.loads refuses
+                mid = item.response_id()
+                if mid is NOT_RESPONSE and "method" in item and "id" in item:
+                    item, changed = with_id(item, self._our_request_id(server, item.member("id"))), True
+                elif mid is not NOT_RESPONSE:
+                    key = id_key(mid)
+                    self._owner.pop(key, None)
+                    ctx = self._inflight.pop(key, None)
+                    if ctx is not None:
+                        self._settle(ctx, item, None)
+                    elif key in self._expired:
+                        self._expired.discard(key)
+                        changed = True
+                        continue
+                    else:
+                        self._requests.pop(key, None)
+            elif isinstance(item, dict) and "id" in item and "method" not in item:
                 key = id_key(item["id"])
                 self._owner.pop(key, None)
                 ctx = self._inflight.pop(key, None)
@@ -354,7 +370,7 @@ class MultiEngine(Engine):
                 item, changed = {**item, "id": self._our_request_id(server, item["id"])}, True
             out.append(item)
         if out:
-            self.send_to_client(dump(out) if changed else line)
+            self.send_to_client(_batch_frame(out) if changed else line)
 
     def on_child_close(self, server: str) -> None:
         """A child can send nothing more: its calls in flight become ``unknown``; the session
@@ -394,3 +410,10 @@ class _NoUpstream:
     def request(self, method: str, params: dict | None = None, *, timeout: float | None,
                 meta: dict | None = None) -> dict:
         raise RequestFailed("the multi-server form routes every request to a named server", "unsent")
+
+
+def _batch_frame(items: list) -> bytes:
+    """A batch of ``items`` as one frame: parsed elements dumped, the bytes of an element
+    ``json.loads`` refuses (a :class:`LazyFrame`, or its bytes once re-identified) as they came."""
+    parts = [bytes(i.line) if isinstance(i, LazyFrame) else i if isinstance(i, bytes) else dump(i) for i in items]
+    return b"[" + b",".join(parts) + b"]"

@@ -204,3 +204,16 @@ def test_ids_are_keyed_as_a_javascript_server_answers_them():
     assert id_key(2**53 + 1) == id_key(2**53) == id_key(float(2**53))  # rounded, as JSON.parse reads it
     assert id_key(2**53 - 1) != id_key(2**53 - 2)
     assert len({id_key(True), id_key(1), id_key("1"), id_key(None), id_key(1.5), id_key(10**400)}) == 6
+
+
+def test_batch_items_reads_each_element_and_never_raises():
+    """framing.batch_items (adversarial review 15, F3/F4): the elements of an array json.loads
+    refused, each parsed, or its envelope when json.loads refuses it; None for what is no array."""
+    from synartesis.proxy.framing import LazyFrame, batch_items
+    big = b"9" * 5000
+    items = batch_items(b' [ {"id":1,"method":"ping"} , {"id":2,"result":{"n":' + big + b'}},3,"x" ] \n')
+    assert items[0] == {"id": 1, "method": "ping"} and items[2:] == [3, "x"]
+    assert isinstance(items[1], LazyFrame) and items[1].response_id() == 2
+    assert batch_items(b"[]") == []
+    for bad in (b"", b"[", b"[1,", b'[{"id":1}', b"[1] 2", b"{}", b'["unterminated]', b"[}", b"\xff[1]"):
+        assert batch_items(bad) is None, bad

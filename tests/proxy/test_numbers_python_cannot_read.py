@@ -183,3 +183,21 @@ def test_the_same_in_the_multi_server_form(tmp_path):
     with open_journal(journal) as j:
         puts = [a for r in j.list_runs() for a in j.actions(r.id) if a.tool == "put"]
     assert [a.status for a in puts] == ["applied"], [(a.status, a.note) for a in puts]
+
+
+def test_a_client_batch_holding_a_5000_digit_number_is_answered_under_each_id(tmp_path):
+    """Adversarial review 15, F4: a batch with an element json.loads refuses was answered once
+    with id null, so the client waited for ever on each request in it. Now each request gets
+    its error under its own id, in a batch, and nothing of it reaches the server."""
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    with RawSession(argv) as s:
+        s.handshake()
+        s.send(b'[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},'
+               b'{"jsonrpc":"2.0","id":"six","method":"tools/call","params":{"name":"put","arguments":'
+               b'{"key":"k","value":' + HUGE + b"}}}]")
+        reply = json.loads(s.read_line(timeout=15))
+        assert isinstance(reply, list) and [r["id"] for r in reply] == [5, "six"], reply
+        assert all(r["error"]["code"] == -32700 and "none of it was sent" in r["error"]["message"] for r in reply)
+        assert s.request(7, "ping", timeout=10)["result"] == {}
+        s.close()
+    assert "k" not in json.loads(state.read_text() or "{}")
