@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["canonical", "canonical_bytes", "compact", "compact_ascii", "sha256_hex", "call_key", "MAX_DEPTH", "too_deep"]
+__all__ = ["canonical", "canonical_bytes", "same_state", "compact", "compact_ascii", "sha256_hex", "call_key", "MAX_DEPTH", "too_deep"]
 
 # The deepest nesting synartesis journals. The journal, canonical JSON and the stdlib's JSON
 # recurse once (or twice) per level under Python's 1,000-frame limit; real tool payloads nest a
@@ -21,6 +21,27 @@ MAX_DEPTH = 256
 def canonical(value: Any) -> str:
     """Return the canonical JSON text of ``value`` (a JSON-compatible Python value)."""
     return _encode(value)
+
+
+def same_state(a: Any, b: Any, read: Any = None) -> bool:
+    """Whether two observations of a resource are the same state: equal canonical texts, or,
+    for a read whose policy says ``unordered: true`` (``read`` is the resolved read, a dict),
+    equal once every array is taken as a multiset (each sorted by its elements' canonical
+    texts). A knowledge graph's ``open_nodes`` lists entities in file order, and an undo that
+    re-creates a deleted entity puts it last: the same graph, another order (new user round
+    16, #1: undo halted on that "drift")."""
+    if canonical(a) == canonical(b):
+        return True
+    return isinstance(read, dict) and read.get("unordered") is True and canonical(_sorted(a)) == canonical(_sorted(b))
+
+
+def _sorted(value: Any) -> Any:
+    """``value`` with every array sorted by its elements' canonical texts (recursively)."""
+    if isinstance(value, dict):
+        return {k: _sorted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return sorted((_sorted(v) for v in value), key=canonical)
+    return value
 
 
 def _encoder(sort_keys: bool, ensure_ascii: bool) -> Any:

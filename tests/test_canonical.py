@@ -38,3 +38,13 @@ def test_a_value_deeper_than_the_recursion_limit_raises_recursion_error_not_a_cr
         deep = [deep]
     with pytest.raises(RecursionError):
         canonical(deep)
+
+
+def test_same_state_takes_arrays_as_multisets_only_for_an_unordered_read():
+    from synartesis.canonical import same_state
+    a = {"entities": [{"name": "X1", "observations": ["a", "b"]}, {"name": "X2", "observations": []}]}
+    b = {"entities": [{"name": "X2", "observations": []}, {"name": "X1", "observations": ["b", "a"]}]}
+    assert not same_state(a, b) and not same_state(a, b, {"tool": "open_nodes"})
+    assert same_state(a, b, {"tool": "open_nodes", "unordered": True})
+    assert not same_state(a, {"entities": [{"name": "X1", "observations": ["a"]}]}, {"unordered": True})
+    assert not same_state([1, 1, 2], [1, 2, 2], {"unordered": True})  # a multiset, not a set

@@ -37,7 +37,7 @@ _TOP_KEYS = {"version", "servers", "tools", "production_patterns", "journal", "j
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note", "saga"}
 _RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state",
               "settle"}
-_CALL_KEYS = {"tool", "args", "absent_when", "refuse_when", "on_absent"}
+_CALL_KEYS = {"tool", "args", "absent_when", "refuse_when", "on_absent", "unordered"}
 _PROVENANCE = ("live", "documented")
 
 try:  # the C loader is several times faster; fall back when libyaml is absent
@@ -490,5 +490,12 @@ def _call(loc: _Located, raw: Any, path: tuple, servers: dict[str, ServerSpec], 
         on_absent = raw["on_absent"]
         if on_absent not in ON_ABSENT:
             raise loc.error(path + ("on_absent",), f"on_absent must be one of {', '.join(ON_ABSENT)}, not {on_absent!r}")
+    unordered = False
+    if "unordered" in raw:
+        if not reads:
+            raise loc.error(path + ("unordered",), "unordered belongs on a read (snapshot, verify or settle), not on an inverse")
+        if not isinstance(raw["unordered"], bool):
+            raise loc.error(path + ("unordered",), f"unordered must be true or false, not {raw['unordered']!r}")
+        unordered = raw["unordered"]
     return CallTemplate(server=server, tool=tool_name, args=args, absent_when=absent_when,
-                        refuse_when=refuse_when, on_absent=on_absent)
+                        refuse_when=refuse_when, on_absent=on_absent, unordered=unordered)

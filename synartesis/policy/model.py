@@ -90,6 +90,9 @@ class CallTemplate:
             cannot take back, so a person approves it) or ``send`` (the tool never creates,
             e.g. filesystem ``edit_file``: the server refuses a missing resource itself, so the
             call goes through unheld and its error settles it as ``failed``).
+        unordered: a read whose arrays are sets (a knowledge graph's entities and relations):
+            drift and restore checks compare them in any order; what is stored and sent back
+            keeps the server's order.
     """
 
     server: str
@@ -98,6 +101,7 @@ class CallTemplate:
     absent_when: tuple[str, ...] = ()
     refuse_when: tuple[str, ...] = ()
     on_absent: str = "hold"
+    unordered: bool = False
 
     def as_dict(self) -> dict:
         d: dict[str, Any] = {"server": self.server, "tool": self.tool, "args": self.args}
@@ -107,6 +111,8 @@ class CallTemplate:
             d["refuse_when"] = list(self.refuse_when)
         if self.on_absent != "hold":
             d["on_absent"] = self.on_absent
+        if self.unordered:
+            d["unordered"] = True
         return d
 
 

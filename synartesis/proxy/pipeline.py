@@ -32,7 +32,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from synartesis.canonical import MAX_DEPTH, canonical, compact, too_deep
+from synartesis.canonical import MAX_DEPTH, canonical, compact, same_state, too_deep
 from synartesis.errors import JournalError
 from synartesis.journal.rows import NOTHING_TO_RESTORE
 from synartesis.log import log
@@ -272,7 +272,7 @@ def run_read_sync(request: Any, read: dict, *, timeout: float | None, max_bytes:
 
 
 def resolve_call(template: CallTemplate, scope: dict) -> dict:
-    """A template resolved to a literal call ``{"server","tool","args"[,"absent_when","refuse_when"]}``.
+    """A template resolved to a literal call ``{"server","tool","args"[,"absent_when","refuse_when","unordered"]}``.
 
     Raises:
         RefError: a reference that does not resolve.
@@ -282,6 +282,8 @@ def resolve_call(template: CallTemplate, scope: dict) -> dict:
         out["absent_when"] = list(template.absent_when)
     if template.refuse_when:
         out["refuse_when"] = list(template.refuse_when)
+    if template.unordered:
+        out["unordered"] = True
     return out
 
 
@@ -843,7 +845,7 @@ def _error_after_write(host: CallHost, action_id: str, rule: Rule, args: Any, re
     now: dict | None = None
     if verify_read is not None:
         now = host.read(verify_read).observation()
-        reread = "unreadable" if now is None else ("unchanged" if canonical(now) == canonical(before) else "changed")
+        reread = "unreadable" if now is None else ("unchanged" if same_state(now, before, verify_read) else "changed")
     inverse = None
     if reread == "changed" and rule.inverse and not (snapshot_out is not None and snapshot_out.kind == "absent"
                                                      and _uses_snapshot(rule)):

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from synartesis.canonical import canonical
+from synartesis.canonical import canonical, same_state
 from synartesis.errors import ConflictError, LiveRunError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
 from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on_nothing
@@ -256,11 +256,12 @@ def _order(a: ActionRow) -> tuple[int, int]:
     return (a.gseq or 0, a.seq)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Are ``a`` and ``b`` the same value (equal canonical texts)? Compared value by value
-    first, which is what a step's two checks (drift, restored) nearly always find; only when
-    that says no are the canonical texts compared (canonical says NaN is NaN)."""
-    return _equal(a, b) or canonical(a) == canonical(b)
+def _same(a: Any, b: Any, read: Any = None) -> bool:
+    """Are ``a`` and ``b`` the same state (equal canonical texts; for an ``unordered`` read
+    ``read``, equal in any order: :func:`~synartesis.canonical.same_state`)? Compared value by
+    value first, which is what a step's two checks (drift, restored) nearly always find; only
+    when that says no are the canonical texts compared (canonical says NaN is NaN)."""
+    return _equal(a, b) or same_state(a, b, read)
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -946,9 +947,9 @@ class _Walk:
                     cause, why = launch_cause(self.pool, a.run_id, verify["server"], current.reason)
                     return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=why,
                                 cause=cause)
-            if _same(obs, post):
+            if _same(obs, post, verify):
                 verified = True
-            elif before is not None and _same(obs, before):
+            elif before is not None and _same(obs, before, verify):
                 if not preview and unknown:
                     j.set_action_status(a.id, "rolled_back", expect=("unknown",), reverted="found",
                                         note=f"{UNKNOWN_FOUND_BEFORE}: {a.note or 'outcome unknown'}")
@@ -1028,7 +1029,7 @@ class _Walk:
                 self.preclaim(a, verify)
             after = waiting().observation()
             if before is not None:
-                if after is not None and _same(after, before):
+                if after is not None and _same(after, before, verify):
                     outcome, ok = "restored (verified)", True
                 elif after is None and self.stopped():
                     note = (f"rollback stopped at sequence {a.seq}: the inverse was sent and the undo was stopped "
@@ -1104,7 +1105,7 @@ class _Walk:
                     return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=f"a read to settle it failed: {current.reason}")
                 return Step(a.seq, a.id, q, "halt", unknown_halt(a), check=check,
                             detail=f"a read to settle it failed: {current.reason}\n{UNKNOWN_WAY}")
-        if before is not None and _same(obs, before):
+        if before is not None and _same(obs, before, verify):
             if not preview:
                 self.j.set_action_status(a.id, "rolled_back", expect=("unknown",), reverted="found",
                                          note=f"{UNKNOWN_FOUND_BEFORE}: {a.note or 'outcome unknown'}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from synartesis.canonical import canonical
+from synartesis.canonical import canonical, same_state
 from synartesis.journal import ActionRow, Journal
 from synartesis.policy.model import Policy
 from synartesis.undo.engine import later_writes, prior_state, resource_key
@@ -100,9 +100,9 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
                                       or "the read failed", run=a.run_id, where=where(a)))
                 continue
             prior = prior_state(a, j.get_json(a.snapshot_ref) if a.prior == "captured" else None)
-            if canonical(obs) == canonical(post) and a.status != "rolled_back":
+            if same_state(obs, post, verify) and a.status != "rolled_back":
                 items.append(LiveItem(a.seq, a.id, a.qualified, "matches", "still as this run left it", run=a.run_id, where=where(a)))
-            elif prior is not None and canonical(obs) == canonical(prior):
+            elif prior is not None and same_state(obs, prior, verify):
                 items.append(LiveItem(a.seq, a.id, a.qualified, "reverted", "back in the state before this write",
                                       run=a.run_id, where=where(a)))
             elif later := later_writes(j, target, a):

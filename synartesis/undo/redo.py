@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from synartesis.canonical import canonical
+from synartesis.canonical import canonical, same_state
 from synartesis.errors import ConflictError
 from synartesis.journal import ActionRow, Journal, RunRow, UndoRow, status_text
 from synartesis.journal.attempts import REDO_SENT_NOTE
@@ -343,11 +343,11 @@ class _Redo:
                 cause, why = launch_cause(self.pool, a.run_id, verify["server"], failed)
                 return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift",
                             detail=why, cause=cause)
-            if canonical(now) == canonical(expected):
+            if same_state(now, expected, verify):
                 verified, reason = True, ("state is as the undo left it; " if by is None else
                                           f"checked against the state step {by} leaves (a dry run sends nothing); ") + (
                     "the call would be sent again" if self.preview else "sending the call again")
-            elif post is not None and canonical(now) == canonical(post):
+            elif post is not None and same_state(now, post, verify):
                 if not self.preview:
                     j.set_action_status(a.id, "applied", note="found already as this call left it (redo)",
                                         expect=("rolled_back",), reverted=None)
@@ -386,7 +386,7 @@ class _Redo:
         self.report.sent += 1
         if is_error(result):
             again = self.read(a, verify) if verify is not None else None
-            if expected is not None and again is not None and canonical(again) == canonical(expected):
+            if expected is not None and again is not None and same_state(again, expected, verify):
                 j.set_action_status(a.id, "rolled_back", note=f"redo refused, nothing changed: {error_text(result)}",
                                     expect=("pending",))
                 return Step(a.seq, a.id, q, "halt", "the server refused the redo (the resource is unchanged)",
@@ -405,7 +405,7 @@ class _Redo:
             outcome = ("re-applied (read back; the first call's outcome was unknown until an undo settled it by a "
                        "read, so no read of what it left is on record to compare with)" if a.id in self.settled else
                        "re-applied (read back; no read of what the first call left is on record to compare with)")
-        elif canonical(new_post) == canonical(post):
+        elif same_state(new_post, post, new_verify):
             outcome = "re-applied (verified)"
         else:
             outcome = "re-applied (the resource differs from what the first call left)"

@@ -68,6 +68,10 @@ CASES = [
      9, 38, "on_absent belongs on a snapshot"),
     ("on_absent unknown", HEAD + "  - match: fs.a\n    class: reversible\n    snapshot: {tool: fs.r, on_absent: create}\n"
      "    inverse: {tool: fs.b}\n", 9, 39, "on_absent must be one of hold, send"),
+    ("unordered on inverse", HEAD + "  - match: fs.a\n    class: compensable\n    inverse: {tool: fs.b, unordered: true}\n",
+     9, 38, "unordered belongs on a read"),
+    ("unordered not a bool", HEAD + "  - match: fs.a\n    class: reversible\n    snapshot: {tool: fs.r, unordered: yes please}\n"
+     "    inverse: {tool: fs.b}\n", 9, 39, "unordered must be true or false"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
      10, 13, "verify is for compensable tools"),
     ("verify with snapshot", HEAD + "  - match: fs.a\n    class: compensable\n    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n"
