@@ -154,9 +154,11 @@ def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
             continue
         # a rule whose inverse puts the snapshot back holds a call that creates what it writes
         # (the pre-read finds nothing to restore): say so, not just "1 rule held" (new user
-        # round 13, #3: a new file's write_file was held, and status named only create_directory)
+        # round 13, #3: a new file's write_file was held, and status named only create_directory);
+        # only a pre-read that can say "does not exist" (absent_when) makes one, and not a tool
+        # that never creates (on_absent: send): memory's delete_entities was named (round 16, #6)
         if (rule.get("class") in ("reversible", "compensable") and isinstance(rule.get("snapshot"), dict)
-                and rule["snapshot"].get("on_absent", "hold") == "hold"
+                and rule["snapshot"].get("on_absent", "hold") == "hold" and rule["snapshot"].get("absent_when")
                 and "$snapshot" in json.dumps(rule.get("inverse"), default=str)
                 and str(rule.get("match"))[len(key) + 1:] not in creations):
             creations.append(str(rule.get("match"))[len(key) + 1:])

@@ -31,6 +31,8 @@ def test_everything_covered_is_ok_and_shows_policy_source_and_provenance(fake_ho
     assert by["mem"].state == "wrapped" and by["mem"].covered
     assert by["mem"].policy["source"] == "shipped" and by["mem"].policy["policy_id"] == "memory"
     assert by["mem"].policy["provenance"] in ("live", "documented")
+    # a delete never creates: its rule is not named as one that holds a creation (round 16, #6)
+    assert by["mem"].policy["creations_held"] == [], by["mem"].policy
     assert by["odd"].policy["source"] == "drafted" and by["odd"].policy["todo"] == 1
     assert by["odd"].policy["pins"] == 0
 
