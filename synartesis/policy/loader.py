@@ -35,7 +35,7 @@ __all__ = ["load_policy", "parse_policy"]
 
 _TOP_KEYS = {"version", "servers", "tools", "production_patterns", "journal", "journal_fallback"}
 _SERVER_KEYS = {"command", "args", "env", "cwd", "provenance", "pins", "origin", "note", "saga"}
-_RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "post_state",
+_RULE_KEYS = {"match", "class", "gate", "snapshot", "inverse", "verify", "when", "sql_arg", "note", "hold_reason", "post_state",
               "settle"}
 _CALL_KEYS = {"tool", "args", "absent_when", "refuse_when", "on_absent", "unordered"}
 _PROVENANCE = ("live", "documented")
@@ -364,6 +364,9 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
     note = raw.get("note")
     if note is not None and not isinstance(note, str):
         raise loc.error(path + ("note",), "note must be a string")
+    hold_reason = raw.get("hold_reason")
+    if hold_reason is not None and (not isinstance(hold_reason, str) or not hold_reason.strip()):
+        raise loc.error(path + ("hold_reason",), "hold_reason must be a sentence saying why the call is held")
 
     snapshot = _call(loc, raw["snapshot"], path + ("snapshot",), servers, allowed={"args"},
                      reads=True, snapshot=True) if "snapshot" in raw else None
@@ -411,7 +414,8 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
     if "post_state" in raw:
         post_state = _post_state(loc, raw["post_state"], path + ("post_state",), snapshot, verify)
     return Rule(match=match, cls=cls, gate=gate, snapshot=snapshot, inverse=inverse, verify=verify,
-                when=when, sql_arg=sql_arg, note=note, index=i, post_state=post_state, settle=settle)
+                when=when, sql_arg=sql_arg, note=note, index=i, post_state=post_state, settle=settle,
+                hold_reason=hold_reason.strip() if hold_reason else None)
 
 
 def _post_state(loc: _Located, value: Any, path: tuple, snapshot: CallTemplate | None,

@@ -135,6 +135,10 @@ class Rule:
     # a read made only when the server answers the call with an error and no snapshot or
     # verify read can tell whether it applied: "absent" there means nothing was made (failed)
     settle: CallTemplate | None = None
+    # why the call is held, as the agent and the person approving it read it ("because …"),
+    # where the class alone would say the wrong thing (a read held to keep secrets out of the
+    # journal is not held because it "cannot be undone")
+    hold_reason: str | None = None
 
     def applies(self, qualified: str, args: Any) -> bool:
         """True when this rule's pattern matches ``server.tool`` and its ``when`` holds."""

@@ -625,6 +625,8 @@ def _gate_reason(rule: Rule, wants_gate: bool) -> str:
     undone (telling the agent so would send it looking for another tool)."""
     if not rule.matched:
         return rule.note or IRREVERSIBLE
+    if rule.hold_reason:
+        return rule.hold_reason
     if wants_gate and rule.gate == "always" and rule.cls in ("reversible", "compensable"):
         undo = "undo it" if rule.cls == "reversible" else "compensate for it"
         return (f"the policy asks a person to approve every call of this tool (rule {rule.match}: "

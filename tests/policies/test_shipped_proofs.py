@@ -277,6 +277,8 @@ def test_read_only_servers_pass_and_leave_nothing_to_undo(tmp_path: Path) -> Non
         assert not results[0].is_error, (pid, _text(results[0]))
         if pid == "everything":
             assert results[1].is_error and HELD in _text(results[1])   # the environment stays out of the journal
+            # and the agent is told why: not "it cannot be undone" (new user round 16, #8)
+            assert "whole environment" in _text(results[1]) and "cannot be undone" not in _text(results[1])
         statuses = _statuses(journal)
         assert statuses[0][1] == "readonly"
 

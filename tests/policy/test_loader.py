@@ -72,6 +72,8 @@ CASES = [
      9, 38, "unordered belongs on a read"),
     ("unordered not a bool", HEAD + "  - match: fs.a\n    class: reversible\n    snapshot: {tool: fs.r, unordered: yes please}\n"
      "    inverse: {tool: fs.b}\n", 9, 39, "unordered must be true or false"),
+    ("hold_reason not a string", HEAD + "  - match: fs.a\n    class: irreversible\n    hold_reason: 3\n", 9, 18,
+     "hold_reason must be a sentence"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
      10, 13, "verify is for compensable tools"),
     ("verify with snapshot", HEAD + "  - match: fs.a\n    class: compensable\n    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n"
