@@ -288,6 +288,9 @@ def close_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (
     """
     from synartesis.errors import ConflictError
     with journal_for(manifest, journal) as j:
+        if run is None and not any(r.status == "active" for r in j.list_runs()):
+            console().print("no run is active: nothing to close")  # nothing to do is exit 1, not a usage error
+            raise typer.Exit(1)
         target = j.find_run(run, status=("active",)) if run is None else j.find_run(run)
         if target.live and not force:
             raise ConflictError(f"run {target.id[:8]} is still being written by its proxy (pid {target.pid}); "
@@ -338,7 +341,7 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
             j = open_journal(manifest, journal)
         except NoJournalError:
             if not live:
-                out.print(f"no journal at {path} yet; it appears when the first proxy runs")
+                out.print(f"no journal at {path} yet; it appears at the first tool call made through a wrapped server")
                 return
             out.print(f"no journal at {path} yet; waiting…")
             time.sleep(max(interval, 1.0))

@@ -124,7 +124,7 @@ class ConsoleData:
         try:
             self._poll_j = Journal.open(self.path, create=False)
         except NoJournalError:
-            return (f"no journal at {self.path} yet; it appears when the first proxy runs. "
+            return (f"no journal at {self.path} yet; it appears at the first tool call made through a wrapped server. "
                     "Waiting for it…")
         except JournalError as exc:
             self._retry_at = time.monotonic() + self.retry

@@ -485,7 +485,7 @@ def plain_frame(path: Path | str, runs: list[RunRow] | None, held: Iterable[Acti
     production = production or {}
     out: list[str] = [header_text(path, runs, len(held), len(sessions) if sessions is not None else None).plain]
     if runs is None:
-        out.append(error or f"no journal at {path} yet; it appears when the first proxy runs")
+        out.append(error or f"no journal at {path} yet; it appears at the first tool call made through a wrapped server")
         return "\n".join(out) + "\n"
     out.append("")
     if sessions is not None:
