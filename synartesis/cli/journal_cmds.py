@@ -364,7 +364,8 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
                 for a in sorted(actions, key=lambda a: a.updated_at):  # a log: oldest change first
                     if seen_states.get(a.id) != a.status:
                         seen_states[a.id] = a.status
-                        out.print(f"{a.updated_at[11:19]} {CLASS_BADGE.get(a.cls, '?')} {a.label:<13} "
+                        label = "halted" if a.status == "unrecoverable" else a.label  # as show says it
+                        out.print(f"{a.updated_at[11:19]} {CLASS_BADGE.get(a.cls, '?')} {label:<13} "
                                   f"{shown(a.qualified, line=True)}" + (f"  [dim]{shown(shorten(a.note or '', 80))}[/]" if a.note else ""))
                 for a in held:
                     if a.id not in seen:

@@ -99,7 +99,7 @@ def run_counts(run: Any) -> str:
     if back:
         parts.append(f"{back} undone")
     if bad:
-        parts.append(f"{bad} stuck")
+        parts.append(f"{bad} halted")  # as show says it (an undo halted on them, or was cut off)
     return " · ".join(parts)
 
 
