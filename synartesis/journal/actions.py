@@ -19,7 +19,7 @@ from synartesis.canonical import call_key, canonical, compact, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.blobs import ACTION_BLOB_MIN
 from synartesis.journal.chain import ChainMixin, chain_texts
-from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, READ_COLS, READ_STATUSES, ActionRow,
+from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, IN_EFFECT, READ_COLS, READ_STATUSES, ActionRow,
                                      action_from_row, action_state, action_values, new_id, new_ids, now_iso)
 
 __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE", "PreparedAction"]
@@ -458,6 +458,19 @@ class ActionsMixin(ChainMixin):
                 low = g if low is None else min(low, g)
                 keyed.append((low, rid, a.seq, a))
         return [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
+
+    def writes_after(self, server: str, gseq: int, exclude_runs: Iterable[str] = ()) -> list[ActionRow]:
+        """Writes (not readonly) on ``server`` recorded after journal-wide number ``gseq``, still
+        in effect (:data:`IN_EFFECT`), in runs other than ``exclude_runs``; oldest first. Used
+        when an undo halts on drift, to name what other sessions did to the resource since."""
+        skip = list(exclude_runs)
+        states = list(IN_EFFECT)
+        with self._guard("read actions"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE server = ? AND gseq > ? AND class != 'readonly' "
+                             f"AND status IN ({','.join('?' * len(states))})"
+                             + (f" AND run_id NOT IN ({','.join('?' * len(skip))})" if skip else "") + " ORDER BY gseq",
+                             (server, gseq, *states, *skip))
+        return [action_from_row(r) for r in rows]
 
     def recent_actions(self, limit: int = 12) -> list[ActionRow]:
         """The newest actions across runs, oldest first."""

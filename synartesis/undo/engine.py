@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 from synartesis.canonical import canonical, same_state
-from synartesis.errors import ConflictError, LiveRunError, UsageError
+from synartesis.errors import ConflictError, JournalError, LiveRunError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
 from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on_nothing
 from synartesis.journal.attempts import Attempt
@@ -393,6 +393,35 @@ def later_writes(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
             hit = shares(mine, action_touches(b_run, b.server, j.get_json(b.args_ref), b_read, j.get_json(b.inverse_ref)))
         if hit:
             out.append(b)
+    return out
+
+
+def later_writes_elsewhere(j: Journal, run: RunRow, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
+    """Writes of *other* sessions, recorded after ``a`` and still in effect, that touched what
+    ``a`` touched (as :func:`later_writes` tells it), with their runs; oldest first. Asked only
+    when an undo halts on drift: the change it found may be another session's approved call,
+    which overwriting would remove too (new user round 16, #2: it was named only within the
+    session)."""
+    mine_runs = {r.id for r in (j.session_runs(run.session_id) if run.session_id else [run])}
+    read = j.get_json(a.verify_ref)
+    key = resource_key(run, read)
+    mine = undo_touches(run, read, j.get_json(a.inverse_ref))
+    out: list[tuple[ActionRow, RunRow | None]] = []
+    runs: dict[str, RunRow | None] = {}
+    for b in j.writes_after(a.server, a.gseq or 0, exclude_runs=sorted(mine_runs)):
+        if b.run_id not in runs:
+            try:
+                runs[b.run_id] = j.find_run(b.run_id)
+            except Exception:
+                runs[b.run_id] = None
+        b_run, b_read = runs[b.run_id], j.get_json(b.verify_ref)
+        b_key = resource_key(b_run, b_read)
+        if key is not None and b_key is not None:
+            hit = b_key == key
+        else:
+            hit = shares(mine, action_touches(b_run, b.server, j.get_json(b.args_ref), b_read, j.get_json(b.inverse_ref)))
+        if hit:
+            out.append((b, b_run))
     return out
 
 
@@ -961,7 +990,7 @@ class _Walk:
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                           + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
-                          f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
+                          f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a) + self.elsewhere_note(a)
                 if unknown:  # neither before nor after the call: nothing tells what happened; left as it is
                     if opts.force:
                         return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, post))
@@ -1082,6 +1111,24 @@ class _Walk:
         did = "that call" if len(left) == 1 else "those calls"
         return (f"\n  changed after it by this session: {names}, which this undo leaves in place; overwriting it "
                 f"(--force --yes) also removes what {did} did")
+
+    def elsewhere_note(self, a: ActionRow) -> str:
+        """A detail line naming what other sessions wrote to ``a``'s resource after it
+        (:func:`later_writes_elsewhere`), or ``""``."""
+        run = self.runs.get(a.run_id)
+        if run is None:
+            return ""
+        try:
+            found = later_writes_elsewhere(self.j, run, a)
+        except JournalError:
+            return ""
+        if not found:
+            return ""
+        names = ", ".join(f"{b.id[:8]} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
+                          + (f" (approved by {b.decided_by})" if b.decided_by else "") for b, r in found)
+        did = "that call" if len(found) == 1 else "those calls"
+        return (f"\n  changed after it by another session: {names}; overwriting it (--force --yes) also removes "
+                f"what {did} did")
 
     def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:
         """Settle an ``unknown`` action whose post-state cannot be computed (the policy declares
