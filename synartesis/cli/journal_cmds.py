@@ -119,7 +119,7 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
             out.print(f"       note: {shown(shorten(lines[0], 200))}")
             for more in lines[1:]:
                 out.print(f"             {shown(shorten(more, 200))}")
-        if acts_on_nothing(a.inverse, row.prior):
+        if acts_on_nothing(row):
             out.print(f"       undo: {ACTS_ON_NOTHING_SHOWN}")
         elif a.inverse:
             for inv in a.inverse:

@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS", "ALL_ACTIONS", "READ_COLS", "READ_STATUSES",
-           "ACTS_ON_NOTHING", "ACTS_ON_NOTHING_SHOWN", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
+           "ACTS_ON_NOTHING", "ACTS_ON_NOTHING_SHOWN", "CREATED_NOTHING", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
            "event_text", "packed_event"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
@@ -88,27 +88,25 @@ _NOW_SEC: tuple[int, str] = (-1, "")  # now_iso's last second since the epoch an
 NOTHING_TO_RESTORE = "no prior state existed, so there is nothing to restore"
 
 
-# how an undo step reads when the call's recorded inverse acts on nothing (below)
+# how an undo step reads when the call created nothing (below)
 ACTS_ON_NOTHING = "nothing to undo: its answer names nothing it changed (the inverse would act on an empty list)"
 # how `show` and the console name such an inverse in place of the call
 ACTS_ON_NOTHING_SHOWN = "nothing to undo (its answer names nothing it changed)"
+# the note the proxy begins an action's row with when its answer names nothing it created
+CREATED_NOTHING = "its answer names nothing it created"
 
 
-def acts_on_nothing(inverse: Any, prior: str | None) -> bool:
-    """Does a recorded inverse (a list of ``{server, tool, args}`` calls) act on nothing: every
-    call's arguments non-empty and each of them an empty list? So is a create that created
-    nothing: the memory server's ``create_entities`` of entities that all existed answers
-    ``{"entities": []}``, and its inverse is ``delete_entities {"entityNames": []}`` (new user
-    round 15, #7). Such an inverse is not sent and not shown as the undo. False for no inverse,
-    and False when the call's state before it was captured (``prior`` ``"captured"``): an empty
-    list taken from the snapshot is the state to put back (tags that were ``[]``), not nothing."""
-    if prior == "captured" or not isinstance(inverse, list) or not inverse:
-        return False
-    for call in inverse:
-        args = call.get("args") if isinstance(call, dict) else None
-        if not isinstance(args, dict) or not args or any(v != [] for v in args.values()):
-            return False
-    return True
+def acts_on_nothing(action: Any) -> bool:
+    """Did a recorded call change nothing, by its own answer? The proxy says so in the row's
+    note (:data:`CREATED_NOTHING`) when every argument of the inverse is an empty list projected
+    from the call's result (``$result.entities[].name``): the memory server's
+    ``create_entities`` of entities that all existed answers ``{"entities": []}``, and its
+    inverse would be ``delete_entities {"entityNames": []}`` (new user round 15, #7). Such an
+    inverse is not sent, the undo step counts as already reverted, and bare ``undo`` does not
+    pick a session for it. Told at record time, from the policy's template: an empty list that
+    is a whole value (``$result.previous``, ``$snapshot.tags``, a literal ``[]``) is a state to
+    put back, not nothing (adversarial review 16, F3)."""
+    return (getattr(action, "note", None) or "").startswith(CREATED_NOTHING)
 
 
 def status_text(status: str, unverified: int = 0) -> str:

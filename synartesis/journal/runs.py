@@ -22,7 +22,7 @@ from synartesis.canonical import canonical, sha256_hex
 from synartesis.errors import UsageError
 from synartesis.journal.actions import ActionsMixin
 from synartesis.journal.liveness import client_process, host_name, process_state, start_token
-from synartesis.journal.rows import IN_EFFECT, NOTHING_IN_EFFECT, NOTHING_TO_RESTORE, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
+from synartesis.journal.rows import CREATED_NOTHING, IN_EFFECT, NOTHING_IN_EFFECT, NOTHING_TO_RESTORE, RUN_STATUSES, RunRow, SessionRow, new_id, now_iso
 
 # {session: when its newest plain read was written}: each batch of reads is chained by one
 # ``reads.record`` event carrying the reads' own time, so a run's newest read is its newest such
@@ -334,11 +334,14 @@ class RunsMixin(ActionsMixin):
         creation whose inverse did not resolve still counts (undo names it for ``--replan``)."""
         meant = " OR a.class != 'irreversible'" if replan else \
             " OR (a.class != 'irreversible' AND (a.note IS NULL OR substr(a.note, 1, ?) != ?))"
-        params = () if replan else (len(NOTHING_TO_RESTORE), NOTHING_TO_RESTORE)
+        # a call whose own answer names nothing it created (rows.acts_on_nothing) is never sent
+        # an inverse: nothing to undo, with or without --replan (adversarial review 16, F4)
+        params = (len(CREATED_NOTHING), CREATED_NOTHING) + (() if replan else (len(NOTHING_TO_RESTORE), NOTHING_TO_RESTORE))
         with self._guard("count undoable actions"):
             rows = self._all(
                 "SELECT r.session_id, count(*) FROM actions a JOIN runs r ON r.id = a.run_id "
                 "WHERE a.class != 'readonly' AND ((a.status IN ('applied', 'rolling_back') "
+                "AND (a.note IS NULL OR substr(a.note, 1, ?) != ?) "
                 f"AND (a.inverse_ref IS NOT NULL{meant})) "
                 "OR a.status IN ('unknown', 'pending', 'unrecoverable')) GROUP BY r.session_id", params)
         return {sid: n for sid, n in rows if sid}

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from synartesis.canonical import MAX_DEPTH, canonical, compact, same_state, too_deep
 from synartesis.errors import JournalError
-from synartesis.journal.rows import NOTHING_TO_RESTORE
+from synartesis.journal.rows import CREATED_NOTHING, NOTHING_TO_RESTORE
 from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
 from synartesis.policy.refs import RefError, resolve_template
@@ -303,6 +303,26 @@ def _inverse_problem(rule: Rule, args: Any, snapshot: Any) -> str | None:
             except RefError as exc:
                 return f"its inverse ({call.server}.{call.tool}) cannot be built, so it could not be undone: {exc}"
     return None
+
+
+def _created_nothing(rule: Rule, inverse: list) -> bool:
+    """Does the call's own answer say it created nothing: every argument of every inverse call
+    an empty list, each projected from the result (``$result.entities[].name``)? Only such a
+    list is the answer naming nothing; an empty list that is a whole value (``$result.previous``,
+    ``$snapshot.tags``, a literal ``[]``) is a state to put back (see
+    :func:`synartesis.journal.rows.acts_on_nothing`)."""
+    from synartesis.policy.refs import parse_ref
+    if len(inverse) != len(rule.inverse):
+        return False
+    for call, template in zip(inverse, rule.inverse):
+        args = call.get("args")
+        if not isinstance(args, dict) or not args or any(v != [] for v in args.values()):
+            return False
+        for value in template.args.values() if isinstance(template.args, dict) else [None]:
+            ref = parse_ref(value) if isinstance(value, str) else None
+            if ref is None or ref[0] != "result" or None not in ref[1]:
+                return False
+    return True
 
 
 def _uses_snapshot(rule: Rule) -> bool:
@@ -740,6 +760,7 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
                 inverse = [resolve_call(c, scope) for c in rule.inverse]
             except RefError as exc:
                 notes.append(f"inverse could not be resolved: {exc}")
+    created_nothing = inverse is not None and _created_nothing(rule, inverse)
     verify_read: dict | None = None
     post: dict | None = None
     kept_read: Callable[[], ReadOutcome] | None = None
@@ -785,7 +806,8 @@ def _settle(host: CallHost, ctx: CallContext, action_id: str, rule: Rule, args: 
     # a pre-read's call was recorded with the row (as its drift read): kept, not stored again
     j.defer_applied(action_id, result=result if rule.cls != "readonly" else cap_result(result),
                     inverse=inverse, verify=... if read is not None else verify_read, post=post,
-                    note="; ".join(notes + info) or None)
+                    note="; ".join(([f"{CREATED_NOTHING} (undo has nothing to send)"] if created_nothing else [])
+                                   + notes + info) or None)
     if notes:
         log("warn", "applied with reservations", action=action_id, notes=notes)
     if kept_read is not None:

@@ -179,7 +179,7 @@ def prior_word(prior: str | None, cls: str) -> str:
 
 def inverse_text(view: ActionView, limit: int = 160) -> str:
     """The resolved inverse as ``server.tool {args}`` (several joined by ``; ``), or why none."""
-    if acts_on_nothing(view.inverse, view.row.prior):
+    if acts_on_nothing(view.row):
         return ACTS_ON_NOTHING_SHOWN
     if view.inverse:
         return "; ".join(f"{c.get('server')}.{c.get('tool')} {short(c.get('args'), limit)}" for c in view.inverse

@@ -377,23 +377,28 @@ def later_writes(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
     run = next((r for r in target.runs if r.id == a.run_id), None)
     if run is None:
         return []
-    read = j.get_json(a.verify_ref)
-    key = resource_key(run, read)
-    mine = undo_touches(run, read, j.get_json(a.inverse_ref))
     runs = {r.id: r for r in (j.session_runs(run.session_id) if run.session_id else [run])}
     later = [b for b in j.actions_of(runs) if (b.gseq or 0) > (a.gseq or 0) and b.id != a.id
              and b.cls != "readonly" and b.status in IN_EFFECT]
-    out = []
-    for b in later:
-        b_run, b_read = runs.get(b.run_id), j.get_json(b.verify_ref)
+    same = same_resource(j, run, a)
+    return [b for b in later if same(runs.get(b.run_id), b)]
+
+
+def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | None, ActionRow], bool]:
+    """A test of whether another action (with its run) touched what ``a`` (of ``run``) touched:
+    the same read when both have one (:func:`resource_key`), else a shared identifier
+    (:mod:`synartesis.undo.overlap`)."""
+    read = j.get_json(a.verify_ref)
+    key = resource_key(run, read)
+    mine = undo_touches(run, read, j.get_json(a.inverse_ref))
+
+    def test(b_run: RunRow | None, b: ActionRow) -> bool:
+        b_read = j.get_json(b.verify_ref)
         b_key = resource_key(b_run, b_read)
         if key is not None and b_key is not None:
-            hit = b_key == key
-        else:
-            hit = shares(mine, action_touches(b_run, b.server, j.get_json(b.args_ref), b_read, j.get_json(b.inverse_ref)))
-        if hit:
-            out.append(b)
-    return out
+            return b_key == key
+        return shares(mine, action_touches(b_run, b.server, j.get_json(b.args_ref), b_read, j.get_json(b.inverse_ref)))
+    return test
 
 
 def later_writes_elsewhere(j: Journal, run: RunRow, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
@@ -403,25 +408,17 @@ def later_writes_elsewhere(j: Journal, run: RunRow, a: ActionRow) -> list[tuple[
     which overwriting would remove too (new user round 16, #2: it was named only within the
     session)."""
     mine_runs = {r.id for r in (j.session_runs(run.session_id) if run.session_id else [run])}
-    read = j.get_json(a.verify_ref)
-    key = resource_key(run, read)
-    mine = undo_touches(run, read, j.get_json(a.inverse_ref))
+    same = same_resource(j, run, a)
     out: list[tuple[ActionRow, RunRow | None]] = []
     runs: dict[str, RunRow | None] = {}
     for b in j.writes_after(a.server, a.gseq or 0, exclude_runs=sorted(mine_runs)):
         if b.run_id not in runs:
             try:
                 runs[b.run_id] = j.find_run(b.run_id)
-            except Exception:
+            except UsageError:  # pruned meanwhile
                 runs[b.run_id] = None
-        b_run, b_read = runs[b.run_id], j.get_json(b.verify_ref)
-        b_key = resource_key(b_run, b_read)
-        if key is not None and b_key is not None:
-            hit = b_key == key
-        else:
-            hit = shares(mine, action_touches(b_run, b.server, j.get_json(b.args_ref), b_read, j.get_json(b.inverse_ref)))
-        if hit:
-            out.append((b, b_run))
+        if same(runs[b.run_id], b):
+            out.append((b, runs[b.run_id]))
     return out
 
 
@@ -820,7 +817,8 @@ class _Walk:
         the claim back and waits for the read (:meth:`release`)."""
         b = self.next
         if (b is None or self.preview or self.opts.replan or self.stopped() or b.status != "applied"
-                or self.status_step(b) is not None or not b.inverse_ref or b.post_ref is None):
+                or self.status_step(b) is not None or not b.inverse_ref or b.post_ref is None
+                or acts_on_nothing(b)):  # nothing of it is sent or read (adversarial review 16, F2)
             return
         verify = self.load(b.verify_ref)
         if verify is None:
@@ -920,10 +918,16 @@ class _Walk:
                 else:
                     reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
             return Step(a.seq, a.id, q, "permanent", reason)
-        if not unknown and acts_on_nothing(inverse, a.prior):
+        if not unknown and not replanned and acts_on_nothing(a):
             # the server says the call changed nothing: there is nothing to send or to check
+            held = self.preclaimed is not None and self.preclaimed.id == a.id
+            if held:  # claimed during the step before (preclaim skips such steps; an older claim)
+                self.preclaimed = None
+            if self.ahead is not None and self.ahead[0] == a.id:
+                (_, waiting, _), self.ahead = self.ahead, None
+                waiting()  # its answer is not left behind for the next request
             if not preview and not j.set_action_status(a.id, "rolled_back", note=ACTS_ON_NOTHING, reverted="found",
-                                                       expect=("applied",)):
+                                                       expect=("applied", "rolling_back") if held else ("applied",)):
                 return Step(a.seq, a.id, q, "halt", "another undo is already working on this action")
             return Step(a.seq, a.id, q, "already-reverted", ACTS_ON_NOTHING, verified=True)
 

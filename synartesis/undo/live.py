@@ -15,7 +15,7 @@ from typing import Any
 from synartesis.canonical import canonical, same_state
 from synartesis.journal import ActionRow, Journal
 from synartesis.policy.model import Policy
-from synartesis.undo.engine import later_writes, prior_state, resource_key
+from synartesis.undo.engine import later_writes, prior_state, resource_key, same_resource
 from synartesis.undo.servers import SpawnedServers, Stop
 from synartesis.undo.targets import newest_target, resolve_target
 
@@ -105,6 +105,19 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
             elif prior is not None and same_state(obs, prior, verify):
                 items.append(LiveItem(a.seq, a.id, a.qualified, "reverted", "back in the state before this write",
                                       run=a.run_id, where=where(a)))
+            elif a.status == "rolled_back" and prior is None:
+                # undone, with no state before it on record (a create's compensation): the read
+                # cannot compare it with anything, and "changed since this run wrote it" is the
+                # undo's own doing
+                items.append(LiveItem(a.seq, a.id, a.qualified, "reverted",
+                                      "undone; nothing was captured before the call, so this read cannot confirm it",
+                                      actual=obs, run=a.run_id, where=where(a)))
+            elif a.status == "rolled_back" and (earlier := _undone_before(j, runs, writes, a)) is not None:
+                # the undo went on past it: an earlier call on the same resource was undone
+                # too, so the state before this one is not what the undo left (new user round 16, #3)
+                items.append(LiveItem(a.seq, a.id, a.qualified, "reverted",
+                                      f"undone, and so was the earlier {where(earlier)} {earlier.qualified} that "
+                                      "touched it: back in the state before that call", run=a.run_id, where=where(a)))
             elif later := later_writes(j, target, a):
                 # the session itself changed it afterwards (another read, or none): not drift
                 last = later[-1]
@@ -117,3 +130,13 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
     finally:
         servers.close()
     return LiveReport(target.id, items, servers.warnings, target.kind, target.name)
+
+
+def _undone_before(j: Journal, runs: dict, writes: list[ActionRow], a: ActionRow) -> ActionRow | None:
+    """The newest earlier write of the target, undone too, that touched what ``a`` touched
+    (:func:`~synartesis.undo.engine.same_resource`), or None."""
+    for b in sorted((b for b in writes if (b.gseq or 0, b.seq) < (a.gseq or 0, a.seq) and b.status == "rolled_back"),
+                    key=lambda b: (b.gseq or 0, b.seq), reverse=True):
+        if b.run_id in runs and same_resource(j, runs[b.run_id], b)(runs.get(a.run_id), a):
+            return b
+    return None

@@ -9,7 +9,6 @@ import json
 
 from helpers import cli, memory_run, open_journal
 
-from synartesis.journal.rows import acts_on_nothing
 
 ADA = {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}
 
@@ -37,13 +36,63 @@ def test_a_create_that_created_nothing_is_nothing_to_undo(tmp_path, memory_serve
         assert [a.status for a in j.actions(j.list_runs()[0].id)] == ["rolled_back", "rolled_back"]
 
 
-def test_acts_on_nothing_only_for_every_argument_an_empty_list():
-    empty = [{"server": "m", "tool": "delete_entities", "args": {"entityNames": []}}]
-    assert acts_on_nothing(empty, "none")
-    # an empty list from the snapshot is a state to put back (tags that were []), not nothing
-    assert not acts_on_nothing([{"server": "m", "tool": "set_tags", "args": {"tags": []}}], "captured")
-    assert not acts_on_nothing([{"server": "m", "tool": "delete_entities", "args": {"entityNames": ["A"]}}], "none")
-    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {"names": [], "path": "/a"}}], "none")
-    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {}}], "none")
-    assert not acts_on_nothing([{"server": "m", "tool": "x", "args": {"a": []}}, {"server": "m", "tool": "y", "args": {"b": [1]}}], "none")
-    assert not acts_on_nothing(None, "none") and not acts_on_nothing([], "none")
+def test_only_empty_lists_projected_from_the_result_are_nothing():
+    """Told at record time from the rule's template (adversarial review 16, F3): an empty list
+    that is a whole value ($result.previous, $snapshot.tags, a literal []) is a state to put
+    back; only a projection over the result ($result.entities[].name) naming nothing is nothing."""
+    from synartesis.policy import parse_policy
+    from synartesis.proxy.pipeline import _created_nothing
+    pol = parse_policy("""version: 1
+servers: {m: {}}
+tools:
+  - {match: m.create, class: compensable, inverse: {tool: m.delete, args: {names: "$result.entities[].name"}}}
+  - {match: m.set_prev, class: compensable, inverse: {tool: m.set, args: {tags: "$result.previous"}}}
+  - {match: m.set_literal, class: compensable, inverse: {tool: m.set, args: {tags: []}}}
+  - match: m.set_snap
+    class: reversible
+    snapshot: {tool: m.get}
+    inverse: {tool: m.set, args: {tags: "$snapshot.tags"}}
+  - {match: m.two, class: compensable, inverse: {tool: m.delete, args: {names: "$result.a[].n", path: "$.path"}}}
+""", "p.yaml")
+    empty = [{"server": "m", "tool": "delete", "args": {"names": []}}]
+    assert _created_nothing(pol.rule_for("m", "create"), empty)
+    assert not _created_nothing(pol.rule_for("m", "create"), [{"server": "m", "tool": "delete", "args": {"names": ["A"]}}])
+    for tool in ("set_prev", "set_literal", "set_snap"):
+        assert not _created_nothing(pol.rule_for("m", tool), [{"server": "m", "tool": "set", "args": {"tags": []}}]), tool
+    assert not _created_nothing(pol.rule_for("m", "two"), [{"server": "m", "tool": "delete", "args": {"names": [], "path": []}}])
+
+
+def test_a_create_of_nothing_before_a_delete_does_not_halt_the_undo(tmp_path, memory_server):
+    """Adversarial review 16, F2: the delete's re-read claimed the next step ahead (rolling_back),
+    and the create that created nothing then failed to settle from applied: the undo halted
+    with "another undo is already working on this action" (the dry run said rolled_back)."""
+    mem, env, flags = memory_run(tmp_path, memory_server, [
+        ("create_entities", {"entities": [ADA, {"name": "Carol", "entityType": "person", "observations": []}]}),
+        ("create_entities", {"entities": [ADA]}),   # already there: creates nothing
+        ("delete_entities", {"entityNames": ["Carol"]})])
+    undo = cli("undo", *flags, env=env)
+    assert undo.returncode == 0 and "another undo" not in undo.stdout, undo.stdout + undo.stderr
+    assert "Ada" not in mem.read_text() and "Carol" not in mem.read_text()
+
+
+def test_bare_undo_steps_past_a_session_whose_create_created_nothing(tmp_path, memory_server):
+    """Adversarial review 16, F4: bare undo picked the newer session whose only call created
+    nothing, reverted nothing and said rolled_back; the older session's Bob stayed."""
+    import os
+
+    from helpers import REPO, RawSession, proxy_argv
+    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
+    manifest.write_text((REPO / "policies" / "memory.yaml").read_text())
+    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    argv = proxy_argv("memory", manifest, journal, memory_server)
+    for name, entity in (("older", {"name": "Bob", "entityType": "person", "observations": []}), ("newer", ADA),
+                         ("newest", ADA)):
+        with RawSession(argv, env=dict(env, SYNARTESIS_SESSION=name)) as s:
+            s.handshake()
+            assert not s.call(1, "create_entities", {"entities": [entity]}).get("isError")
+    # "newest" created nothing (Ada existed): undo skips it and undoes "newer" (Ada), then "older"
+    first = cli("undo", *flags, env=env)
+    assert first.returncode == 0 and "Ada" not in mem.read_text() and "Bob" in mem.read_text(), first.stdout
+    second = cli("undo", *flags, env=env)
+    assert second.returncode == 0 and "Bob" not in mem.read_text(), second.stdout
