@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from synartesis.proxy.pipeline import ReadOutcome
     from synartesis.proxy.recorder import JournalThread
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "SagaHook", "id_key"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "SagaHook", "id_key", "server_process"]
 
 #: ``hook(*, journal, run_id, server, request, policy, options, error) -> str``: rolls the run
 #: back (saga mode) and returns what the agent is told (``synartesis.services.saga.rollback``).
@@ -70,6 +70,19 @@ INSTRUCTIONS = (
 MODERN_KEY = "io.modelcontextprotocol/protocolVersion"
 CANCELLED = "cancelled "  # prefixes a pending request's method once the client cancelled it
 DEFAULT_CALL_TIMEOUT = 600.0
+
+
+def server_process(upstream: Any) -> dict:
+    """``{"pid", "started"}`` of a server on pipes (its pid and start token,
+    :func:`synartesis.journal.liveness.start_token`), recorded in the run's launch line: an
+    undo must not settle a call of unknown outcome by a read while the server that received it
+    still runs, since it may still carry it out (its proxy killed, it went on: adversarial
+    review 16, F1). ``{}`` for an upstream with no process of ours (a remote server)."""
+    pid = getattr(upstream, "pid", None)
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return {}
+    from synartesis.journal.liveness import start_token
+    return {"pid": pid, "started": start_token(pid)}
 
 
 class EngineOptions:
@@ -298,6 +311,7 @@ class Engine:
             self.launch["env"] = env_given_by_client() or []
         if self.launch.get("env"):
             line["env"] = list(self.launch["env"])  # names of variables the client gave the server, never values
+        line.update(server_process(self.upstream))
         return {self.server: line}
 
     def reply_error_result(self, ctx: CallContext, text: str) -> None:

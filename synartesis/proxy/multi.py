@@ -25,7 +25,7 @@ from synartesis import __version__
 from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.call import CallContext
-from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key
+from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key, server_process
 from synartesis.proxy.framing import INVALID, NOT_RESPONSE, LazyFrame, batch_items, dump, parse, refusal, with_id
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
 from synartesis.proxy.stdio import StdioUpstream
@@ -76,7 +76,8 @@ class MultiEngine(Engine):
         out = {}
         for n, s in self.launches.items():
             argv = redact_argv([s.command, *s.args])[0]
-            out[n] = {"command": argv[0], "args": argv[1:], "cwd": s.cwd or os.getcwd()}
+            out[n] = {"command": argv[0], "args": argv[1:], "cwd": s.cwd or os.getcwd(),
+                      **server_process(self.upstreams.get(n))}
         return out
 
     def upstream_line(self, ctx: CallContext) -> Any:

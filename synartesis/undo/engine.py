@@ -867,6 +867,13 @@ class _Walk:
         if opts.skip_irreversible and a.cls == "irreversible":
             return Step(a.seq, a.id, q, "permanent", "irreversible: saga mode never rolls it back; left in place")
         if a.status in ("pending", "unknown"):
+            running = None if opts.force else self.server_still_running(a)
+            if running is not None:
+                return Step(a.seq, a.id, q, "halt", f"the server that received this call is still running (pid {running}) "
+                            "and may still carry it out", detail=(
+                                f"{a.note or 'outcome unknown'}\nIts proxy is gone, so nothing will say when the server "
+                                f"finishes. Wait for it to exit, or stop it (kill {running}), then run undo again; "
+                                "`undo --force` steps over this action (leaving whatever it did) and undoes the older ones."))
             if self.settled_by_read(a):  # --force steps over only what the read cannot settle
                 return None  # settled by a read of the resource (Walk.one, _unknown_plan)
             if opts.force:
@@ -881,6 +888,20 @@ class _Walk:
                         detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")
                         + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
         return None
+
+    def server_still_running(self, a: ActionRow) -> int | None:
+        """The pid of the server that received ``a`` when it still runs though its run's proxy
+        is gone (the run's launch line records the server's pid and start token), else None.
+        A read cannot settle such a call: the server may still be carrying it out (adversarial
+        review 16, F1: a proxy killed mid-write, its server went on and applied the write after
+        an undo had read the file unchanged and called the call reverted)."""
+        run = self.runs.get(a.run_id)
+        line = run.servers.get(a.server) if run is not None and isinstance(run.servers, dict) else None
+        if run is None or run.live or not isinstance(line, dict) or not isinstance(line.get("pid"), int):
+            return None
+        from synartesis.journal.liveness import process_state
+        token = line.get("started") if isinstance(line.get("started"), str) else None
+        return line["pid"] if process_state(line["pid"], token, run.host) == "live" else None
 
     def one(self, a: ActionRow) -> Step:
         decided = self.status_step(a)

@@ -1,0 +1,74 @@
+"""Adversarial review 16, F1 (data loss): the proxy was SIGKILLed while a slow write was at the
+server; the server, orphaned, went on. An undo run at once read the resource unchanged, called
+the call "outcome unknown, but the resource is as it was before the call: nothing to undo" and
+said rolled_back; seconds later the server applied the write, and nothing could undo it. The
+run's launch line now records the server's pid and start token: while that server still runs,
+undo halts on the call instead of settling it by a read, and once it has exited the next undo
+settles and reverts it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
+
+# slow_put's post-state declared, so an unknown outcome found applied is reverted (as undo does)
+POLICY = FAKE_POLICY.replace("""  - match: "kv.slow_put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}""", """  - match: "kv.slow_put"
+    class: reversible
+    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
+    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
+    post_state: {key: "$.key", value: "$.value"}""")
+
+
+def test_undo_halts_while_the_server_that_received_the_call_still_runs(tmp_path):
+    assert POLICY != FAKE_POLICY
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=POLICY)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    with RawSession(argv) as s:
+        s.handshake()
+        assert not s.call(1, "put", {"key": "k0", "value": "agent"}).get("isError")
+        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": 6}}})
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with open_journal(journal) as j:
+                acts = [a for r in j.list_runs() for a in j.actions(r.id)]
+            if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
+                break
+            time.sleep(0.05)
+        with open_journal(journal) as j:
+            [run] = j.list_runs()
+        server_pid = run.servers["kv"]["pid"]
+        assert isinstance(server_pid, int) and run.servers["kv"]["started"], run.servers
+        os.kill(s.proc.pid, signal.SIGKILL)
+        s.proc.wait(10)
+        halted = cli("undo", *flags)
+        assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
+        assert halted.returncode == 1, halted.stdout + halted.stderr
+        assert f"still running (pid {server_pid})" in halted.stdout, halted.stdout
+        assert json.loads(state.read_text()) == {"k0": "agent", "k1": "v1"}  # nothing was undone
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (json.loads(state.read_text()).get("k1") != "x" or _alive(server_pid)):
+            time.sleep(0.1)
+    assert json.loads(state.read_text()).get("k1") == "x"  # the orphan applied it
+    done = cli("undo", *flags)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
