@@ -915,7 +915,10 @@ class _Walk:
         replanned = False
         unknown = a.status in ("pending", "unknown")  # settled by a read (status_step let it through)
         if unknown:
-            newer = _newer_on_resource(j, a, verify, self.runs)
+            # what this walk (or plan) already reverted no longer stands over it, whatever its
+            # row says yet (adversarial review 16, F5: a newer write just undone halted it)
+            gone = {s.action for s in self.report.steps if s.kind in ("revert", "overwrite", "already-reverted")}
+            newer = _newer_on_resource(j, a, verify, self.runs, gone)
             if newer is not None:
                 return self._unknown_after(a, newer)
             inverse, post = _unknown_plan(j, a, opts.policy, snapshot)
@@ -1237,9 +1240,11 @@ UNKNOWN_WAY = ("Check the resource by hand; `undo --force` then steps over this 
                "and undoes the older ones.")
 
 
-def _newer_on_resource(j: Journal, a: ActionRow, verify: dict | None, runs: dict[str, RunRow]) -> ActionRow | None:
+def _newer_on_resource(j: Journal, a: ActionRow, verify: dict | None, runs: dict[str, RunRow],
+                       gone: set[str] | frozenset[str] = frozenset()) -> ActionRow | None:
     """The newest write of the whole journal (any run, any session), newer than ``a`` and still
     in effect, whose read reads what ``a``'s does (:func:`resource_key`); None if there is none.
+    ``gone``: actions the caller's walk has reverted (or plans to), which no longer count.
     Asked only for an ``unknown`` outcome about to be settled by a read, so it may scan."""
     if verify is None:
         return None
@@ -1249,7 +1254,7 @@ def _newer_on_resource(j: Journal, a: ActionRow, verify: dict | None, runs: dict
         return None
     found = None
     for b in j.actions_of(every):
-        if ((b.gseq or 0) > (a.gseq or 0) and b.id != a.id and b.cls != "readonly" and b.status in IN_EFFECT
+        if ((b.gseq or 0) > (a.gseq or 0) and b.id != a.id and b.id not in gone and b.cls != "readonly" and b.status in IN_EFFECT
                 and b.verify_ref and (found is None or (b.gseq or 0) > (found.gseq or 0))
                 and resource_key(every.get(b.run_id), j.get_json(b.verify_ref)) == key):
             found = b
