@@ -165,7 +165,7 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             report.steps.append(Step(s["seq"], s["action"], s["tool"], "left", reason, detail=detail,
                                      run=s.get("run"), gseq=s.get("gseq")))
         statuses: dict[str, str] = {}
-        redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone")}
+        redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone", "overwrite")}  # overwrite: a --force preview
         for rid in sorted(redone):
             undone = [a for a in j.actions(rid) if a.status == "rolled_back" and a.cls != "readonly"]
             still = bool(undone)
