@@ -662,6 +662,16 @@ class Engine:
 
     def _client_call(self, ctx: CallContext) -> None:
         key = ctx.id_key
+        msg = ctx.msg
+        if msg.get("jsonrpc") != "2.0" or msg["id"].__class__ not in (int, str, float):
+            # not a JSON-RPC 2.0 request a server answers (a JavaScript server drops it): the
+            # client is told at once; journalled and sent, it waited out its call timeout as
+            # unknown (adversarial review 16, F7)
+            mid = msg["id"] if msg["id"].__class__ in (int, str, float) else None
+            self.send_to_client(dump({"jsonrpc": "2.0", "id": mid, "error": {"code": -32600, "message": (
+                "Invalid Request: synartesis sends a tools/call on only with \"jsonrpc\": \"2.0\" and an id that is "
+                "a string or a number; it was not sent to the server")}}))
+            return
         if key in self._queued or key in self._inflight or key in self._expired or key in self._requests:
             self._refuse_taken_id(ctx.msg, self._id_taken(key))
             return

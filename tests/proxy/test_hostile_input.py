@@ -124,3 +124,35 @@ def test_a_bad_call_timeout_is_a_usage_error(tmp_path):
     import subprocess
     done = subprocess.run(bad, input=b"", capture_output=True, timeout=30)
     assert done.returncode == 2 and b"call timeout" in done.stderr
+
+
+def test_a_call_that_is_not_json_rpc_2_is_answered_at_once_and_never_sent(tmp_path, fs_server):
+    """Adversarial review 16, F7: NaN in the arguments, an id of NaN or 1e400, a byte order
+    mark, no "jsonrpc": Python's reader took them, so the call was journalled and sent; the
+    filesystem server dropped each one, the client waited out its call timeout, the row said
+    unknown, and the proxy wrote "id":NaN, which no JSON reader takes. Each is refused at once
+    under the request's id where it has a usable one (null where not), and nothing is sent."""
+    root, argv = files_proxy(tmp_path, fs_server)
+    target = str(root / "a.txt")
+    frames = [
+        ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":'
+         '{"path":"%s","content":"x","n":NaN}}}' % target, 1),
+        ('{"jsonrpc":"2.0","id":NaN,"method":"tools/call","params":{"name":"write_file","arguments":'
+         '{"path":"%s","content":"x"}}}' % target, None),
+        ('{"jsonrpc":"2.0","id":1e400,"method":"tools/call","params":{"name":"read_text_file","arguments":'
+         '{"path":"%s"}}}' % target, None),
+        ('\ufeff{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":'
+         '{"path":"%s","content":"x"}}}' % target, None),
+        ('{"id":5,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"%s","content":"x"}}}'
+         % target, 5),
+    ]
+    with RawSession(argv) as s:
+        s.handshake()
+        for text, want_id in frames:
+            s.send(text.encode("utf-8"))
+            line = s.read_line(timeout=10)
+            reply = json.loads(line)  # valid JSON: no NaN written back
+            assert "error" in reply and reply["id"] == want_id, (text[:60], line[:200])
+        assert s.request(9, "ping", timeout=10)["result"] == {}
+        s.close()
+    assert not (root / "a.txt").exists()
