@@ -400,12 +400,12 @@ def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-�
     for e in entries:
         if e.kind in ("approved", "denied"):
             call = e.call or {}
-            out.print(f"{e.at}  [bold]{e.kind}[/] by {shown(e.by)}  {shown(e.target)} {shown(shorten(call.get('args'), 120))}"
+            out.print(f"{e.at}  [bold]{e.kind}[/] by {shown(e.by, line=True)}  {shown(e.target, line=True)} {shown(shorten(call.get('args'), 120), line=True)}"
                       f"  [dim](run {str(call.get('run'))[:8]} seq {call.get('seq')})[/]")
             if e.reason:
-                out.print(f"    reason: {shown(e.reason)}")
+                out.print(f"    reason: {shown(e.reason, line=True)}")
             continue
-        out.print(f"{e.at}  [bold]{e.kind}[/] of {shown(e.target)} by {shown(e.by)}  → {shown(e.status or '-')}"
+        out.print(f"{e.at}  [bold]{e.kind}[/] of {shown(e.target, line=True)} by {shown(e.by, line=True)}  → {shown(e.status or '-', line=True)}"
                   + (f"  (ended {e.ended_at})" if e.ended_at else ""))
         for s in e.steps:
             call = s.get("call") or {}
