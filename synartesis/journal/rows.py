@@ -172,10 +172,14 @@ class RunRow:
 
     @property
     def shown_status(self) -> str:
-        """The status as every view shows it (a stale run reads as ended)."""
-        if self.status == "active" and self.stale:
-            return "complete"
-        return status_text(self.status, self.unverified)
+        """The status as every view shows it: a stale run reads as ended, and an ended run
+        some of whose actions an undo reverted (or was reverting) when it was cut off reads
+        ``partial``: the run is no longer as the agent left it (adversarial review 16, F12:
+        ``list`` said ``complete`` after a killed undo had reverted 11 of 30 writes)."""
+        status = "complete" if self.status == "active" and self.stale else self.status
+        if status == "complete" and (self.counts.get("rolled_back") or self.counts.get("rolling_back")):
+            return "partial"
+        return status_text(status, self.unverified)
 
     @property
     def unknown(self) -> int:

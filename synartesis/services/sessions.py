@@ -25,6 +25,8 @@ def session_status(runs: list[RunRow]) -> tuple[str, int]:
     if any(r.live for r in runs):
         return "active", 0
     touched = [r for r in runs if r.status in (*_UNDONE, "partial", "redone")]
+    if any(r.shown_status == "partial" for r in runs):  # an undo cut off part-way (RunRow.shown_status)
+        return "partial", 0
     if not touched:
         return "complete", 0
     untouched_writes = any(r.status == "complete" and r.open_writes for r in runs)
