@@ -522,12 +522,15 @@ def uninstall(
                     _write_plain(_diff(str(f.path), f.old, f.new, f.client))
             out.print("dry run: nothing was written")
         raise typer.Exit(problems)
+    # an entry the client or a person changed after install stays as it is, still launched
+    # through synartesis: not a success to report with exit 0 (adversarial review 16, F9)
+    left = [e for f in plan.files for e in f.entries if e.action == "edited"]
     if not plan.changes:
         if json_out:
             print_json(dict(plan_doc(), result=None))
         else:
-            out.print("Nothing to restore.")
-        raise typer.Exit(problems)
+            out.print("Nothing to restore." + (_left_line(left) if left else ""))
+        raise typer.Exit(problems or (1 if left else 0))
     if not _confirm("Restore these entries?", yes, json_out):
         out.print("Nothing was written.")
         raise typer.Exit(1)
@@ -544,4 +547,13 @@ def uninstall(
             out.print(f"· kept {shown(p)}{_kept_why(p)}")
         for hint in result.restart:
             out.print(f"[bold]restart needed[/bold] — {shown(hint)}")
-    raise typer.Exit(problems or (0 if result.ok else 1))
+        if left:
+            out.print(_left_line(left).strip())
+    raise typer.Exit(problems or (0 if result.ok and not left else 1))
+
+
+def _left_line(left: list) -> str:
+    """The closing words when entries changed since install stay wrapped (exit 1)."""
+    names = ", ".join(shown(e.name, line=True) for e in left)
+    return (f" {len(left)} entr{'ies' if len(left) != 1 else 'y'} changed since install still "
+            f"run{'' if len(left) != 1 else 's'} through synartesis ({names}): see above")

@@ -195,3 +195,17 @@ def test_confirmation_is_asked_on_a_terminal(fake_home, tmp_path):
     assert answered, out.decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0, out.decode("utf-8", "replace")
     assert "proxy" in cfg.read_text()
+
+
+def test_uninstall_exits_1_when_an_entry_changed_since_install_stays_wrapped(fake_home, tmp_path):
+    """Adversarial review 16, F9: the client added a key to a wrapped entry; uninstall left that
+    entry wrapped, as the README says, but said so only in the middle of its output and exited 0."""
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    assert run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path)).returncode == 0
+    doc = json.loads(cfg.read_text())
+    name = sorted(doc["mcpServers"])[0]
+    doc["mcpServers"][name]["type"] = "stdio"  # a client's own rewrite of the entry
+    cfg.write_text(json.dumps(doc, indent=2))
+    p = run(tmp_path, "uninstall", "--yes")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "changed since install still runs through synartesis" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
