@@ -6,10 +6,12 @@ import zlib
 
 from hypothesis import given, settings, strategies as st
 
-from synartesis.journal.rows import _EVENT_DICT, event_text, packed_event
+from synartesis.journal.rows import _EVENT_DICT, _EVENT_PACK_MIN, event_text, packed_event
 
 
 def _fresh(text: str, level: int) -> "str | bytes":
+    if len(text) < _EVENT_PACK_MIN:  # stored as it is (a found case: 15 zeros pack smaller)
+        return text
     z = zlib.compressobj(level, zlib.DEFLATED, 12, 4, zdict=_EVENT_DICT)
     packed = z.compress(text.encode("utf-8")) + z.flush()
     return packed if len(packed) < len(text) else text
