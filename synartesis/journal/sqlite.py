@@ -20,6 +20,7 @@ import os
 import re
 import sqlite3
 import stat
+from itertools import chain as _chain
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -184,7 +185,7 @@ class SqliteBackend:
             if k == 1:
                 conn.execute(text, rows[start])
             else:
-                conn.execute(head + ",".join([one] * k) + tail, [v for r in rows[start:start + k] for v in r])
+                conn.execute(head + ",".join([one] * k) + tail, list(_chain(*rows[start:start + k])))
             start += k
 
     @contextmanager
