@@ -174,7 +174,7 @@ class ActionsMixin(ChainMixin):
                 top = self._one("SELECT value FROM counters WHERE name = 'gseq'")
             gseq = int(self._require(top, "the action counter")[0])
             gseq -= len(items)
-            quoted: dict[str, tuple[str, str, str]] = {}
+            quoted: dict[tuple[str, str], tuple[str, str, str]] = {}
             numbered: dict[str, int] = {}
             ids = new_ids(len(items))
             plain = True  # every text is ASCII: nothing for the backend to check or escape
@@ -198,8 +198,7 @@ class ActionsMixin(ChainMixin):
                 gseq += 1
                 server, tool, status = it["server"], it["tool"], it["status"]
                 args, result, rule, note = it["args"], it.get("result"), it.get("rule"), it.get("note")
-                key, args_ref = self._key_and_ref(server, tool, args, quoted)
-                names = quoted[server + "\0" + tool]
+                key, args_ref, names = self._key_and_ref(server, tool, args, quoted)
                 result_ref = None if result is None else (_digest_ref(result) or self._put_json(result))
                 aid = ids[n]
                 if status not in READ_STATUSES or not self._has_reads:  # another status: never from the proxy
@@ -232,24 +231,24 @@ class ActionsMixin(ChainMixin):
                                        at=ts)  # the reads' own time: a run's newest read is found by it
 
     def _key_and_ref(self, server: str, tool: str, args: Any,
-                     quoted: dict[str, tuple[str, str, str]] | None = None) -> tuple[str, str]:
-        """(call_key, args_ref) with the arguments serialised once when they are small (no
-        string in them can be a blob, so the ref is their canonical text inline). ``quoted``
-        keeps the canonical texts of server and tool names across one batch."""
-        if quoted is None:
-            quoted = {}
-        names = quoted.get(server + "\0" + tool)
-        if names is None:  # (call key's prefix, canonical server, canonical tool): record_reads's template takes them
+                     quoted: dict[tuple[str, str], tuple[str, str, str]]) -> tuple[str, str, tuple[str, str, str]]:
+        """(call_key, args_ref, names) with the arguments serialised once when they are small
+        (no string in them can be a blob, so the ref is their canonical text inline). ``quoted``
+        keeps the canonical texts of server and tool names across one batch: ``names`` is
+        (the call key's prefix, canonical server, canonical tool), which record_reads's
+        template takes."""
+        names = quoted.get((server, tool))  # a tuple of two interned names hashes without a new string
+        if names is None:
             qs, qt = canonical(server), canonical(tool)
-            names = quoted[server + "\0" + tool] = (f"[{qs},{qt},", qs, qt)
+            names = quoted[(server, tool)] = (f"[{qs},{qt},", qs, qt)
         text = canonical(args)
         if len(text) < 1024 and "$synartesis." not in text and text.isascii():
             # the ref keeps the keys in the call's order (``show`` prints them as the agent sent
             # them; put_json's inline form): with at most one ":" there is one key at most, so
             # the canonical text is that form already and is not serialised twice
             ordered = text if text.count(":") < 2 else compact(args)
-            return sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered  # as call_key: a name may hold a lone surrogate
-        return call_key(server, tool, args), self._put_json(args)
+            return sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered, names  # as call_key: a name may hold a lone surrogate
+        return call_key(server, tool, args), self._put_json(args), names
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
              step: dict | None = None, undo_id: str | None = None, **cols: Any) -> bool:
