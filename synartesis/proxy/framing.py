@@ -754,9 +754,13 @@ class LazyFrame:
         if _sha256 is None:
             from hashlib import sha256 as _sha256  # not on the proxy's start-up path
         a, b = span
+        head = self.line[a:min(b, a + PREVIEW)]
+        if head.isascii():  # the first PREVIEW bytes are the first PREVIEW characters
+            preview = head.decode("ascii")
+        else:
+            preview = bytes(self.line[a:min(b, a + PREVIEW * 4)]).decode("utf-8", "replace")[:PREVIEW]
         out: dict[str, Any] = {"synartesisDigest": True, "bytes": b - a,
-                               "sha256": _sha256(memoryview(self.line)[a:b]).hexdigest(),
-                               "preview": bytes(self.line[a:min(b, a + PREVIEW * 4)]).decode("utf-8", "replace")[:PREVIEW]}
+                               "sha256": _sha256(memoryview(self.line)[a:b]).hexdigest(), "preview": preview}
         if self.line.find(b'"isError"', span[0], span[1]) < 0 and (
                 self._unescaped or self.line.find(b"\\u", span[0], span[1]) < 0):
             # unescaped, the key is spelled so wherever it is (memchr speed); only a \u escape
