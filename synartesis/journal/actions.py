@@ -210,8 +210,15 @@ class ActionsMixin(ChainMixin):
                                  note, ts))
                 # the chained state (canonical(action_state(row))) built from its template; text
                 # that is not ASCII takes the general path (a lone surrogate is stored escaped)
-                data = _READ_STATE % (_q(args_ref), gseq, key, "null" if result_ref is None else _q(result_ref), seq,
-                                      names[1], _QUOTED_STATUS.get(status) or _q(status), names[2])
+                qr = "null" if result_ref is None else _q(result_ref)
+                qs = _QUOTED_STATUS.get(status) or _q(status)
+                if seq.__class__ is int:  # _READ_STATE as an f-string: about half the time of the % format
+                    data = (f'{{"args":{_q(args_ref)},"by":null,"class":"readonly","decision":null,"gseq":{gseq},'
+                            f'"inverse":null,"key":"{key}","post":null,"prior":null,"result":{qr},"reverted":null,'
+                            f'"seq":{seq},"server":{names[1]},"snapshot":null,"status":{qs},"tool":{names[2]},'
+                            f'"used_by":null,"verify":null}}')
+                else:
+                    data = _READ_STATE % (_q(args_ref), gseq, key, qr, seq, names[1], qs, names[2])
                 if data.isascii():
                     entry = f'["{aid}",{data}]'
                     entries.append((entry, entry))
