@@ -499,7 +499,7 @@ def _digest_ref(result: Any) -> str | None:
         return None
     # json.dumps(result, ensure_ascii=False, separators=(",", ":")), its keys in the order
     # read_record and LazyFrame.result_digest build them
-    text = _DIGEST % (size, _q(digest), _q(preview))
+    text = f'{{"synartesisDigest":true,"bytes":{size},"sha256":{_q(digest)},"preview":{_q(preview)}}}'  # _DIGEST
     if list(result) != _DIGEST_KEYS or len(text) > 2048 or "$synartesis." in text or not text.isascii():
         return None  # long, not ASCII, or a server's look-alike holding our markers: put_json decides
     return "=" + text  # inline, as put_json stores a small value (read back by get_json alike)
