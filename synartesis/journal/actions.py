@@ -154,7 +154,7 @@ class ActionsMixin(ChainMixin):
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
         status, note, result, seq}`` (``result`` already capped). Used by the proxy's journal
-        thread: the rows are inserted with one ``executemany``, the journal-wide numbers are
+        thread: the rows are inserted with one ``executemany`` (multi-row INSERTs), the journal-wide numbers are
         taken as one block, and each run gets one chained ``reads.record`` event for all of its
         reads in the batch (schema 5), whose data holds every read's chained state
         (``[[action id, state], …]``): its hash covers every read row, and :meth:`audit` compares
