@@ -154,7 +154,7 @@ class ActionsMixin(ChainMixin):
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
         status, note, result, seq}`` (``result`` already capped). Used by the proxy's journal
-        thread: the rows are inserted with one ``executemany``, the journal-wide numbers are
+        thread: the rows are inserted with one ``executemany`` (multi-row INSERTs), the journal-wide numbers are
         taken as one block, and each run gets one chained ``reads.record`` event for all of its
         reads in the batch (schema 5), whose data holds every read's chained state
         (``[[action id, state], …]``): its hash covers every read row, and :meth:`audit` compares
@@ -174,7 +174,7 @@ class ActionsMixin(ChainMixin):
                 top = self._one("SELECT value FROM counters WHERE name = 'gseq'")
             gseq = int(self._require(top, "the action counter")[0])
             gseq -= len(items)
-            quoted: dict[str, tuple[str, str, str]] = {}
+            quoted: dict[tuple[str, str], tuple[str, str, str]] = {}
             numbered: dict[str, int] = {}
             ids = new_ids(len(items))
             plain = True  # every text is ASCII: nothing for the backend to check or escape
@@ -198,8 +198,7 @@ class ActionsMixin(ChainMixin):
                 gseq += 1
                 server, tool, status = it["server"], it["tool"], it["status"]
                 args, result, rule, note = it["args"], it.get("result"), it.get("rule"), it.get("note")
-                key, args_ref = self._key_and_ref(server, tool, args, quoted)
-                names = quoted[server + "\0" + tool]
+                key, args_ref, names = self._key_and_ref(server, tool, args, quoted)
                 result_ref = None if result is None else (_digest_ref(result) or self._put_json(result))
                 aid = ids[n]
                 if status not in READ_STATUSES or not self._has_reads:  # another status: never from the proxy
@@ -211,8 +210,15 @@ class ActionsMixin(ChainMixin):
                                  note, ts))
                 # the chained state (canonical(action_state(row))) built from its template; text
                 # that is not ASCII takes the general path (a lone surrogate is stored escaped)
-                data = _READ_STATE % (_q(args_ref), gseq, key, "null" if result_ref is None else _q(result_ref), seq,
-                                      names[1], _QUOTED_STATUS.get(status) or _q(status), names[2])
+                qr = "null" if result_ref is None else _q(result_ref)
+                qs = _QUOTED_STATUS.get(status) or _q(status)
+                if seq.__class__ is int:  # _READ_STATE as an f-string: about half the time of the % format
+                    data = (f'{{"args":{_q(args_ref)},"by":null,"class":"readonly","decision":null,"gseq":{gseq},'
+                            f'"inverse":null,"key":"{key}","post":null,"prior":null,"result":{qr},"reverted":null,'
+                            f'"seq":{seq},"server":{names[1]},"snapshot":null,"status":{qs},"tool":{names[2]},'
+                            f'"used_by":null,"verify":null}}')
+                else:
+                    data = _READ_STATE % (_q(args_ref), gseq, key, qr, seq, names[1], qs, names[2])
                 if data.isascii():
                     entry = f'["{aid}",{data}]'
                     entries.append((entry, entry))
@@ -232,24 +238,24 @@ class ActionsMixin(ChainMixin):
                                        at=ts)  # the reads' own time: a run's newest read is found by it
 
     def _key_and_ref(self, server: str, tool: str, args: Any,
-                     quoted: dict[str, tuple[str, str, str]] | None = None) -> tuple[str, str]:
-        """(call_key, args_ref) with the arguments serialised once when they are small (no
-        string in them can be a blob, so the ref is their canonical text inline). ``quoted``
-        keeps the canonical texts of server and tool names across one batch."""
-        if quoted is None:
-            quoted = {}
-        names = quoted.get(server + "\0" + tool)
-        if names is None:  # (call key's prefix, canonical server, canonical tool): record_reads's template takes them
+                     quoted: dict[tuple[str, str], tuple[str, str, str]]) -> tuple[str, str, tuple[str, str, str]]:
+        """(call_key, args_ref, names) with the arguments serialised once when they are small
+        (no string in them can be a blob, so the ref is their canonical text inline). ``quoted``
+        keeps the canonical texts of server and tool names across one batch: ``names`` is
+        (the call key's prefix, canonical server, canonical tool), which record_reads's
+        template takes."""
+        names = quoted.get((server, tool))  # a tuple of two interned names hashes without a new string
+        if names is None:
             qs, qt = canonical(server), canonical(tool)
-            names = quoted[server + "\0" + tool] = (f"[{qs},{qt},", qs, qt)
+            names = quoted[(server, tool)] = (f"[{qs},{qt},", qs, qt)
         text = canonical(args)
         if len(text) < 1024 and "$synartesis." not in text and text.isascii():
             # the ref keeps the keys in the call's order (``show`` prints them as the agent sent
             # them; put_json's inline form): with at most one ":" there is one key at most, so
             # the canonical text is that form already and is not serialised twice
             ordered = text if text.count(":") < 2 else compact(args)
-            return sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered  # as call_key: a name may hold a lone surrogate
-        return call_key(server, tool, args), self._put_json(args)
+            return sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered, names  # as call_key: a name may hold a lone surrogate
+        return call_key(server, tool, args), self._put_json(args), names
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
              step: dict | None = None, undo_id: str | None = None, **cols: Any) -> bool:
@@ -506,7 +512,7 @@ def _digest_ref(result: Any) -> str | None:
         return None
     # json.dumps(result, ensure_ascii=False, separators=(",", ":")), its keys in the order
     # read_record and LazyFrame.result_digest build them
-    text = _DIGEST % (size, _q(digest), _q(preview))
+    text = f'{{"synartesisDigest":true,"bytes":{size},"sha256":{_q(digest)},"preview":{_q(preview)}}}'  # _DIGEST
     if list(result) != _DIGEST_KEYS or len(text) > 2048 or "$synartesis." in text or not text.isascii():
         return None  # long, not ASCII, or a server's look-alike holding our markers: put_json decides
     return "=" + text  # inline, as put_json stores a small value (read back by get_json alike)

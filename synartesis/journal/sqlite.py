@@ -17,8 +17,10 @@ others can write to it. Each is reported in :attr:`SqliteBackend.warnings`.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
+from itertools import chain as _chain
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -41,6 +43,9 @@ _OURS = ("synartesis.yaml", "installed.json", "backups")
 # 512 B. Journal CPU per write and per read did not differ beyond the noise of a loaded machine
 # (README "Design notes"). A journal keeps the page size it was made with.
 _PAGE_SIZE = 512
+# executemany of an INSERT … VALUES (…): see SqliteBackend.executemany
+_VALUES = re.compile(r"^(INSERT INTO [^()]+ \([^()]+\) VALUES )(\([^()]*\))( ON CONFLICT DO NOTHING)?$", re.S)
+_ROWS_PER_INSERT = 128
 
 
 class SqliteBackend:
@@ -57,6 +62,10 @@ class SqliteBackend:
         self.path = path
         self.conn = conn
         self.warnings: list[str] = warnings or []
+        try:  # how many ``?`` one statement may hold (999 before SQLite 3.32)
+            self._variables = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        except (AttributeError, sqlite3.Error):
+            self._variables = 999
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -152,7 +161,32 @@ class SqliteBackend:
         # checked first: a row that fails half-way through would leave the earlier ones inserted
         if not checked:
             rows = [r if _storable_row(r) else [_storable(p) for p in r] for r in rows]
-        self.conn.executemany(text, rows)
+        m = _VALUES.match(text) if len(rows) > 1 else None
+        if m is None:
+            self.conn.executemany(text, rows)
+            return
+        # An INSERT of many rows goes as multi-row INSERTs, each of a power of two rows (at most
+        # 128 and the connection's variable limit): a handful of statement texts, all kept
+        # prepared by the connection's statement cache (a text per batch size was prepared
+        # anew for every batch and cost more than it saved). Each statement runs its
+        # per-statement work (the CHECK's IN list, the foreign key's lookup set-up) once
+        # instead of once a row: the journal thread's reads cost about 20k instructions a row
+        # less (callgrind). A failing row fails its whole statement; the caller's transaction
+        # is rolled back either way, as after executemany.
+        head, one, tail = m.group(1), m.group(2), m.group(3) or ""
+        width = max(1, one.count("?"))
+        most = _ROWS_PER_INSERT
+        while most > 1 and most * width > self._variables:
+            most >>= 1
+        conn, start, n = self.conn, 0, len(rows)
+        while start < n:
+            k = min(most, n - start)
+            k = 1 << (k.bit_length() - 1)
+            if k == 1:
+                conn.execute(text, rows[start])
+            else:
+                conn.execute(head + ",".join([one] * k) + tail, list(_chain(*rows[start:start + k])))
+            start += k
 
     @contextmanager
     def write(self) -> Iterator[None]:

@@ -765,7 +765,9 @@ class Engine:
             known = self._plain_tool(name, args)
             if known is None:
                 return None
-        if known is False or (b"\\u" in ctx.line and lone_surrogate(ctx.line, params)):
+        # find, not ``in``: bytes.__contains__ first tries its argument as an integer and
+        # raises (and clears) a TypeError for every call
+        if known is False or (ctx.line.find(b"\\u") >= 0 and lone_surrogate(ctx.line, params)):
             return None
         return (*known, args)
 

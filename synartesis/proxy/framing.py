@@ -638,7 +638,7 @@ class LazyFrame:
         is_batch: the frame is a JSON array.
     """
 
-    __slots__ = ("_id", "_members", "_sure", "is_batch", "line")
+    __slots__ = ("_id", "_members", "_sure", "_unescaped", "is_batch", "line")
 
     def __init__(self, line: Any, members: dict[str, tuple[int, int]] | None, is_batch: bool = False,
                  answer_id: Any = _UNREAD) -> None:
@@ -647,6 +647,7 @@ class LazyFrame:
         self.is_batch = is_batch
         self._id: Any = answer_id
         self._sure: bool | None = None if members is None else True
+        self._unescaped = False  # sure() searched the whole frame and found no \u escape
 
     def sure(self) -> bool:
         """Whether the routing read without parsing is certain (for valid JSON): that the frame
@@ -666,7 +667,7 @@ class LazyFrame:
             sure = not (
                 line.find(b'"method"') >= 0 or line.find(b"\\u") >= 0
                 or (line.startswith(_HEAD) and line.find(b'"id"', self.members.get("result", (0, 0))[0]) >= 0))
-            self._sure = sure
+            self._sure = self._unescaped = sure
         return sure
 
     @property
@@ -771,12 +772,18 @@ class LazyFrame:
         if _sha256 is None:
             from hashlib import sha256 as _sha256  # not on the proxy's start-up path
         a, b = span
+        head = self.line[a:min(b, a + PREVIEW)]
+        if head.isascii():  # the first PREVIEW bytes are the first PREVIEW characters
+            preview = head.decode("ascii")
+        else:
+            preview = bytes(self.line[a:min(b, a + PREVIEW * 4)]).decode("utf-8", "replace")[:PREVIEW]
         out: dict[str, Any] = {"synartesisDigest": True, "bytes": b - a,
-                               "sha256": _sha256(memoryview(self.line)[a:b]).hexdigest(),
-                               "preview": bytes(self.line[a:min(b, a + PREVIEW * 4)]).decode("utf-8", "replace")[:PREVIEW]}
-        if self.line.find(b'"isError"', span[0], span[1]) < 0 and self.line.find(b"\\u", span[0], span[1]) < 0:
+                               "sha256": _sha256(memoryview(self.line)[a:b]).hexdigest(), "preview": preview}
+        if self.line.find(b'"isError"', span[0], span[1]) < 0 and (
+                self._unescaped or self.line.find(b"\\u", span[0], span[1]) < 0):
             # unescaped, the key is spelled so wherever it is (memchr speed); only a \u escape
-            # can spell it otherwise ("\u0069sError"), and then the result is parsed
+            # can spell it otherwise ("\u0069sError"), and then the result is parsed (sure()
+            # has already looked for one in the whole frame when it was asked)
             error = False
         elif b - a <= 1 << 16 and (result := self.result()) is not None:
             # small enough to parse: json.loads beats walking it here (when it reads it at all:
