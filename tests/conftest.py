@@ -75,9 +75,10 @@ def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool_cache: Path)
     # OAuth sign-ins go to a file under the temporary home, never into the real keychain
     monkeypatch.setenv("SYNARTESIS_TOKEN_STORE", "file")
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    helpers.TEST_PIDS.clear()
     before = _WATCH.snapshot()
     yield home
-    changed = _WATCH.changes(before, _WATCH.snapshot())
+    changed = _WATCH.changes(before, _WATCH.snapshot(), helpers.TEST_PIDS)
     assert not changed, "test wrote into the real home directory:\n  " + "\n  ".join(changed)
 
 

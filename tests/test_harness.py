@@ -198,3 +198,34 @@ def test_scripts_test_says_what_it_installs_before_each_install(tmp_path):
     assert "mcp-server-git" in said[0] and "@modelcontextprotocol/server-filesystem" in said[1]
     assert "mcp-server-sqlite" in said[2] and said[-1] == "scripts/test: running the tests: python -m pytest -q"
     assert lines[-1] == "STUB python -m pytest -q"
+
+
+def test_a_journal_that_appears_trips_it_only_when_a_process_of_the_test_made_it(tmp_path):
+    """A new user's finding (round 16, #4): their own agent's first tool call, made in the same
+    HOME while the suite ran, created ~/.synartesis/journal.db and failed an unrelated test. A
+    journal that appears counts when one of its runs came from a process the test started (or
+    from pytest itself), or when it cannot be read."""
+    import sqlite3
+    home, watch = _home(tmp_path)
+    journal = home / ".synartesis" / "journal.db"
+
+    def appear(pid: int, client_pid: int) -> dict:
+        journal.unlink(missing_ok=True)
+        before = watch.snapshot()
+        with sqlite3.connect(journal) as db:
+            db.execute("CREATE TABLE runs (id TEXT, pid INTEGER)")
+            db.execute("CREATE TABLE sessions (id TEXT, client_pid INTEGER)")
+            db.execute("INSERT INTO runs VALUES ('r', ?)", (pid,))
+            db.execute("INSERT INTO sessions VALUES ('s', ?)", (client_pid,))
+        return before
+
+    before = appear(999_999_1, 999_999_2)
+    assert HomeWatch.changes(before, watch.snapshot(), {12345}) == []  # someone else's client
+    before = appear(12345, 999_999_2)
+    assert HomeWatch.changes(before, watch.snapshot(), {12345})  # a proxy this test started
+    before = appear(999_999_1, os.getpid())
+    assert HomeWatch.changes(before, watch.snapshot(), set())  # launched by pytest itself
+    journal.unlink()
+    before = watch.snapshot()
+    journal.write_bytes(b"not a database")
+    assert HomeWatch.changes(before, watch.snapshot(), set())  # cannot be told: counted
