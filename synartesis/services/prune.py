@@ -44,7 +44,37 @@ def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> Pr
             plan.kept.append((r, why))
         else:
             plan.delete.append(r)
+    _keep_sessions_whole(j, plan)
     return plan
+
+
+def _keep_sessions_whole(j: Journal, plan: PrunePlan) -> None:
+    """Keep a run whose session was undone across its runs, with something of that undo still to
+    redo, when another run of that session stays: the attempt's steps on this run are what a redo of the others compares
+    with (adversarial review 16, F8: pruning one run of such a session made the redo of the
+    rest halt on "drift" against a state from the pruned run). Pruning every run of the
+    session together is allowed."""
+    going = {r.id for r in plan.delete}
+    by_session: dict[str, list] = {}
+    for r in j.list_runs():
+        if r.session_id:
+            by_session.setdefault(r.session_id, []).append(r)
+    spanning: set[str] = set()
+    for u in j.attempt_rows():
+        if (u.scope or {}).get("session"):
+            spanning.add(u.scope["session"])
+    from synartesis.undo.redo import redoable
+    redo_pending: dict[str, bool] = {}
+    for r in list(plan.delete):
+        siblings = [s for s in by_session.get(r.session_id or "", []) if s.id != r.id]
+        staying = [s for s in siblings if s.id not in going]
+        if r.session_id in spanning and staying and r.session_id not in redo_pending:
+            redo_pending[r.session_id] = redoable(j, [s.id for s in by_session[r.session_id]]) is not None
+        if staying and redo_pending.get(r.session_id or ""):
+            plan.delete.remove(r)
+            plan.kept.append((r, f"its session {r.session_id[:10]} was undone across its runs and can still be "
+                                  f"redone, and {len(staying)} of them stay{'s' if len(staying) == 1 else ''} "
+                                  f"({', '.join(s.id[:8] for s in staying)}): prune them together"))
 
 
 def apply_prune(j: Journal, plan: PrunePlan) -> int:
