@@ -418,25 +418,31 @@ def kv_proxy(tmp_path: Path, seed: dict | None = None, policy: str = FAKE_POLICY
     manifest.write_text(policy)
     state.write_text(json.dumps({"k0": "v0", "k1": "v1"} if seed is None else seed, sort_keys=True, indent=1))
     return manifest, journal, state, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+def start_slow_put(s: "RawSession", journal: Path, delay: float) -> None:
+    """On a fresh kv session: write k0 = "agent" (applied), then send a slow write of k1 = "x"
+    and return once its row is recorded (its answer is ``delay`` seconds away)."""
+    s.handshake()
+    s.call(1, "put", {"key": "k0", "value": "agent"})
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": delay}}})
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with open_journal(journal) as j:
+            acts = [a for r in j.list_runs() for a in j.actions(r.id)]
+        # the first write's "applied" is committed after its answer went out (design notes):
+        # killed before that, it too would be unknown, which is not what the callers test
+        if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
+            return
+        time.sleep(0.05)
+
+
 def kill_mid_slow_put(tmp_path: Path, policy: str = FAKE_POLICY, delay: float = 1) -> tuple[Path, Path, Path]:
     """A kv run that wrote k0 = "agent" (applied), then sent a slow write of k1 = "x" and had its
     proxy SIGKILLed mid-call; waits until the orphaned server has finished that write on its own.
     Returns (policy, journal, the store's state file)."""
     manifest, journal, state, argv = kv_proxy(tmp_path, policy=policy)
     with RawSession(argv) as s:
-        s.handshake()
-        s.call(1, "put", {"key": "k0", "value": "agent"})
-        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": delay}}})
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with open_journal(journal) as j:
-                acts = [a for r in j.list_runs() for a in j.actions(r.id)]
-            # the first write's "applied" is committed after its answer went out (design notes):
-            # killed before that, it too would be unknown, which is not what the callers test
-            if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
-                break
-            time.sleep(0.05)
+        start_slow_put(s, journal, delay)
         os.kill(s.proc.pid, signal.SIGKILL)
         s.proc.wait(10)
     deadline = time.monotonic() + 15

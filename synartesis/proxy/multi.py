@@ -343,35 +343,32 @@ class MultiEngine(Engine):
                 mid = item.response_id()
                 if mid is NOT_RESPONSE and "method" in item and "id" in item:
                     item, changed = with_id(item, self._our_request_id(server, item.member("id"))), True
-                elif mid is not NOT_RESPONSE:
-                    key = id_key(mid)
-                    self._owner.pop(key, None)
-                    ctx = self._inflight.pop(key, None)
-                    if ctx is not None:
-                        self._settle(ctx, item, None)
-                    elif key in self._expired:
-                        self._expired.discard(key)
-                        changed = True
-                        continue
-                    else:
-                        self._requests.pop(key, None)
-            elif isinstance(item, dict) and "id" in item and "method" not in item:
-                key = id_key(item["id"])
-                self._owner.pop(key, None)
-                ctx = self._inflight.pop(key, None)
-                if ctx is not None:
-                    self._settle(ctx, item, None)
-                elif key in self._expired:
-                    self._expired.discard(key)
+                elif mid is not NOT_RESPONSE and not self._batch_answer(id_key(mid), item):
                     changed = True
                     continue
-                else:
-                    self._requests.pop(key, None)
+            elif isinstance(item, dict) and "id" in item and "method" not in item:
+                if not self._batch_answer(id_key(item["id"]), item):
+                    changed = True
+                    continue
             elif isinstance(item, dict) and "id" in item and "method" in item:
                 item, changed = {**item, "id": self._our_request_id(server, item["id"])}, True
             out.append(item)
         if out:
             self.send_to_client(_batch_frame(out) if changed else line)
+
+    def _batch_answer(self, key: str, item: Any) -> bool:
+        """Settle the call an answer inside a child's batch answers; False when the answer is
+        to a call that timed out (it is dropped from the batch)."""
+        self._owner.pop(key, None)
+        ctx = self._inflight.pop(key, None)
+        if ctx is not None:
+            self._settle(ctx, item, None)
+        elif key in self._expired:
+            self._expired.discard(key)
+            return False
+        else:
+            self._requests.pop(key, None)
+        return True
 
     def on_child_close(self, server: str) -> None:
         """A child can send nothing more: its calls in flight become ``unknown``; the session

@@ -13,35 +13,15 @@ import os
 import signal
 import time
 
-from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
-
-# slow_put's post-state declared, so an unknown outcome found applied is reverted (as undo does)
-POLICY = FAKE_POLICY.replace("""  - match: "kv.slow_put"
-    class: reversible
-    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
-    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}""", """  - match: "kv.slow_put"
-    class: reversible
-    snapshot: {tool: kv.get, args: {key: "$.key"}, absent_when: ["no such key"]}
-    inverse: {tool: kv.put, args: {key: "$.key", value: "$snapshot.value"}}
-    post_state: {key: "$.key", value: "$.value"}""")
+from helpers import RawSession, cli, kv_proxy, open_journal, start_slow_put
+from test_undo_settles_unknown_by_a_read import DECLARED  # slow_put's post-state declared: a found write is reverted
 
 
 def test_undo_halts_while_the_server_that_received_the_call_still_runs(tmp_path):
-    assert POLICY != FAKE_POLICY
-    manifest, journal, state, argv = kv_proxy(tmp_path, policy=POLICY)
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=DECLARED)
     flags = ["--manifest", str(manifest), "--journal", str(journal)]
     with RawSession(argv) as s:
-        s.handshake()
-        assert not s.call(1, "put", {"key": "k0", "value": "agent"}).get("isError")
-        s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "slow_put", "arguments": {"key": "k1", "value": "x", "delay": 6}}})
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with open_journal(journal) as j:
-                acts = [a for r in j.list_runs() for a in j.actions(r.id)]
-            if any(a.tool == "slow_put" for a in acts) and any(a.tool == "put" and a.status == "applied" for a in acts):
-                break
-            time.sleep(0.05)
+        start_slow_put(s, journal, delay=6)
         with open_journal(journal) as j:
             [run] = j.list_runs()
         server_pid = run.servers["kv"]["pid"]
