@@ -138,6 +138,20 @@ class StatusReport:
                 "servers": [asdict(r) for r in self.rows], "unlaunched": self.unlaunched, "warnings": self.warnings}
 
 
+def _env_not_given(spec: Any, entry: Any) -> list[str]:
+    """Names the policy's server ``env`` takes from the client entry (``NAME: "${NAME}"``, as
+    install writes it for the variables the entry set) that the entry's ``env`` no longer sets
+    (new user round 16, #10: MEMORY_FILE_PATH removed from a wrapped memory entry; status said
+    nothing, and undo refused to start the server). Names only, never values."""
+    env = spec.get("env") if isinstance(spec, dict) else None
+    if not isinstance(env, dict):
+        return []
+    given = entry.get("env") if isinstance(entry, dict) else None
+    given = given if isinstance(given, dict) else {}
+    return [name for name, value in env.items()
+            if isinstance(name, str) and value == "${" + name + "}" and name not in given]
+
+
 def _policy_info(key: str | None, declared: dict[str, Any], tools: list[Any],
                  meta: dict[str, Any]) -> dict[str, Any] | None:
     if key is None or key not in declared:
@@ -285,6 +299,12 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                     drift.append("wrapped, but not in the install record (uninstall will not restore it)")
                 if key not in declared:
                     drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
+                else:
+                    missing = _env_not_given(declared[key], entry.value)
+                    if missing:
+                        drift.append(f"the policy takes {', '.join(missing)} from this entry's env, which no longer "
+                                     "sets it: the server now runs on other data, and undo will refuse to start it "
+                                     "(set it again in the entry)")
                 remote = proxy_remote_args(entry.args)
                 stale = _stale_bridge(desc.id, entry.value, entry.args) if remote is not None else None
                 if stale:

@@ -192,3 +192,22 @@ def test_status_says_which_rules_hold_a_call_that_creates_what_it_writes(fake_ho
     assert info["source"] == "shipped" and info["creations_held"] == ["write_file"], info
     assert "held for approval (and write_file when it would create what it writes)" in policy_summary(info)
     # edit_file never creates (on_absent: send): an edit of a missing file is not held (round 15, #3)
+
+
+def test_an_env_variable_the_policy_takes_from_the_entry_removed_is_drift(fake_home, tmp_path):
+    """A new user's finding (round 16, #10): MEMORY_FILE_PATH removed from a wrapped memory
+    entry left status at "wrapped", no drift, while undo then refused to start that server."""
+    cfg = place(fake_home, "cursor", '{"mcpServers": {"mem": {"command": "npx", "args": '
+                                     '["-y", "@modelcontextprotocol/server-memory"], '
+                                     '"env": {"MEMORY_FILE_PATH": "/srv/graph.jsonl"}}}}\n')
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    _, by = rows(env, tmp_path)
+    assert by["mem"].drift == [], by["mem"].drift
+    data = json.loads(cfg.read_text())
+    del data["mcpServers"]["mem"]["env"]["MEMORY_FILE_PATH"]
+    cfg.write_text(json.dumps(data, indent=2))
+    report, by = rows(env, tmp_path)
+    assert not report.ok
+    assert any("MEMORY_FILE_PATH" in d and "no longer sets it" in d for d in by["mem"].drift), by["mem"].drift
+    assert "/srv/graph.jsonl" not in " ".join(by["mem"].drift)
