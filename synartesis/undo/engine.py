@@ -706,6 +706,9 @@ class _Walk:
         self.deferred: dict[str, dict] = {}  # rolled_back, written with its step
         # The last read, kept until anything is sent: the verifying re-read after an inverse
         # is the next step's drift read when that step reads the same resource the same way.
+        # Not kept per resource across a send to another one: two server names (two launch
+        # lines, two keys) may serve one folder, and a re-read made before the other's inverse
+        # would hide a person's edit that inverse put back (test_session_undo_two_names_one_folder).
         self.last_read: tuple[str, ReadOutcome] | None = None
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
