@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from synartesis.proxy.pipeline import ReadOutcome
     from synartesis.proxy.recorder import JournalThread
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "SagaHook", "id_key", "server_process"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "INSTRUCTIONS", "Engine", "EngineOptions", "SagaHook", "batch_refusal", "id_key", "server_process"]
 
 #: ``hook(*, journal, run_id, server, request, policy, options, error) -> str``: rolls the run
 #: back (saga mode) and returns what the agent is told (``synartesis.services.saga.rollback``).
@@ -83,6 +83,37 @@ def server_process(upstream: Any) -> dict:
         return {}
     from synartesis.journal.liveness import start_token
     return {"pid": pid, "started": start_token(pid)}
+
+
+def batch_refusal(batch: list, why: str | None = None) -> list | None:
+    """The answer to a client's JSON-RPC batch that is not forwarded, or None to forward it.
+
+    Forwarded only when every element is an object and none is a ``tools/call`` (which cannot
+    be journalled in order inside a batch). Refused: each request gets ``-32600`` under its id
+    (a string or a number; null for any other), each element that is not an object ``-32600``
+    with id null, and an empty batch one ``-32600`` with id null (JSON-RPC 2.0, batch). A nested
+    array was forwarded raw, a ``tools/call`` inside it unjournalled, and nothing answered
+    (adversarial review 17, F6). ``why``: the message (default: send tools/call on its own).
+    """
+    calls = any(isinstance(m, dict) and m.get("method") == "tools/call" for m in batch)
+    odd = [m for m in batch if not isinstance(m, dict)]
+    if batch and not calls and not odd and why is None:
+        return None
+    text = why or ("synartesis: send tools/call on its own, not inside a batch, so it can be journalled" if calls
+                   else "Invalid Request: a batch element must be a request object")
+    if not batch:
+        return [{"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request: an empty batch"}}]
+    out = []
+    for m in batch:
+        if isinstance(m, dict):
+            if "id" in m and "method" in m:
+                mid = m["id"] if m["id"].__class__ in (int, str, float) else None
+                out.append({"jsonrpc": "2.0", "id": mid, "error": {"code": -32600, "message": text}})
+        else:
+            out.append({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "Invalid Request: a batch element must be a request object; "
+                                           "nothing of this batch was sent"}})
+    return out
 
 
 class EngineOptions:
@@ -728,15 +759,10 @@ class Engine:
                 self.client_name = info["name"]
 
     def _client_batch(self, line: Any, batch: list) -> None:
-        calls = [m for m in batch if isinstance(m, dict) and m.get("method") == "tools/call"]
-        if not calls:
+        errors = batch_refusal(batch)
+        if errors is None:
             self._forward_raw(line)
-            return
-        # A tools/call inside a batch cannot be journalled in order; refuse the batch as a whole.
-        errors = [{"jsonrpc": "2.0", "id": m.get("id"), "error": {
-            "code": -32600, "message": "synartesis: send tools/call on its own, not inside a batch, so it can be journalled"}}
-            for m in batch if isinstance(m, dict) and "id" in m and "method" in m]
-        if errors:
+        elif errors:
             self.send_to_client(dump(errors))
 
     def _forward_raw(self, line: Any) -> None:

@@ -376,7 +376,7 @@ def refusal(line: Any) -> Any:
         for item in batch_items(line) or ():
             mid = item.get("id") if isinstance(item, dict) and "method" in item else \
                 item.member("id") if isinstance(item, LazyFrame) and not item.is_batch and "method" in item else None
-            if mid.__class__ in (int, str):
+            if mid.__class__ in (int, str) or (mid.__class__ is float and mid - mid == 0):  # finite
                 errors.append({"jsonrpc": "2.0", "id": mid, "error": {"code": -32700, "message": _READ_REFUSED.format(
                     what="batch", sent="none of it was")}})
         if errors:

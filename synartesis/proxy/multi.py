@@ -25,7 +25,7 @@ from synartesis import __version__
 from synartesis.log import log
 from synartesis.policy.model import Policy
 from synartesis.proxy.call import CallContext
-from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, id_key, server_process
+from synartesis.proxy.engine import INSTRUCTIONS, Engine, EngineOptions, batch_refusal, id_key, server_process
 from synartesis.proxy.framing import INVALID, NOT_RESPONSE, LazyFrame, batch_items, dump, parse, refusal, with_id
 from synartesis.proxy.pipeline import ReadOutcome, run_read_sync, start_read
 from synartesis.proxy.stdio import StdioUpstream
@@ -127,9 +127,7 @@ class MultiEngine(Engine):
             self.send_to_client(dump(refusal(line)))  # under the request's own id when it names one
             return
         if isinstance(msg, list):
-            errors = [{"jsonrpc": "2.0", "id": m.get("id"), "error": {"code": -32600, "message":
-                      "synartesis: batches are not supported when several servers share one proxy"}}
-                      for m in msg if isinstance(m, dict) and "id" in m and "method" in m]
+            errors = batch_refusal(msg, "synartesis: batches are not supported when several servers share one proxy")
             if errors:
                 self.send_to_client(dump(errors))
             return

@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, files_proxy, open_journal, proxy_argv
+from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, files_proxy, kv_proxy, open_journal, proxy_argv
 
 POLICY = FAKE_POLICY + """  - match: "kv.env"
     class: readonly
@@ -156,3 +156,27 @@ def test_a_call_that_is_not_json_rpc_2_is_answered_at_once_and_never_sent(tmp_pa
         assert s.request(9, "ping", timeout=10)["result"] == {}
         s.close()
     assert not (root / "a.txt").exists()
+
+
+def test_a_batch_with_an_element_that_is_not_an_object_is_refused_and_never_sent(tmp_path):
+    """Adversarial review 17, F6: `[]`, `[ ]` and `[[{tools/call}]]` were forwarded raw and never
+    answered: a tools/call nested in an array reached the server unjournalled, and a real server
+    dropped the frame, so the client waited for ever. Every such batch is answered (an empty
+    one once, each element that is not an object with id null, each request under its own id,
+    a fractional id included) and none of it is sent."""
+    manifest, journal, state, argv = kv_proxy(tmp_path, seed={"k": "old"})
+    put = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"put","arguments":{"key":"k","value":"x"}}}'
+    cases = [("[]", [None]), ("[ \t ]", [None]), ("[[" + put + "]]", [None]),
+             ('[[' + put + '],{"jsonrpc":"2.0","id":11,"method":"ping"}]', [None, 11]),
+             ('[{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"get","arguments":{"key":"k"}}}]', [1.5])]
+    with RawSession(argv, env={**os.environ, "FAKE_LOG": str(tmp_path / "calls.log")}) as s:
+        s.handshake()
+        for text, ids in cases:
+            s.send(text.encode())
+            reply = json.loads(s.read_line(timeout=10))
+            assert isinstance(reply, list) and [r["id"] for r in reply] == ids, (text[:40], reply)
+            assert all(r["error"]["code"] == -32600 for r in reply)
+        assert s.request(20, "ping", timeout=10)["result"] == {}
+        s.close()
+    assert json.loads(state.read_text()) == {"k": "old"}
+    assert not (tmp_path / "calls.log").exists() or "put" not in (tmp_path / "calls.log").read_text()
