@@ -145,6 +145,41 @@ def process_state(pid: int | None, token: str | None, host: str | None = None) -
     return "live" if now == token else "gone"
 
 
+def group_alive(pid: int, token: str | None, host: str | None = None) -> bool:
+    """Whether the server started as ``pid`` (with start token ``token``), or anything in its
+    process group, still runs. The proxy starts each server as the leader of a session of its
+    own, so a launcher (``sh launch.sh`` without ``exec``, ``npx``) and the server it starts
+    share the group: the leader gone, its group still has members while ``killpg(pid, 0)``
+    succeeds (the kernel does not give a pid to a new process while a group of that id
+    exists). A live leader with another start token is another process: the group ended
+    (adversarial review 17, F1: a wrapper killed, its server went on). False on another host
+    or pid namespace (nothing here can tell)."""
+    state = process_state(pid, token, host)
+    if state == "live":
+        return True
+    if state != "gone" or pid_alive(pid) and not _exited(pid):
+        return False  # unknown, or the pid now names another process (so the group is gone)
+    if os.path.isdir("/proc/self"):  # Linux: a member that has exited (a zombie) does not count
+        return any(_group_member(entry, pid) for entry in os.listdir("/proc") if entry.isdigit())
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError, OSError, AttributeError):
+        return False
+    return True
+
+
+def _group_member(entry: str, pgid: int) -> bool:
+    """Whether /proc/ENTRY is a process of group ``pgid`` that has not exited."""
+    found = _proc_stat(int(entry))
+    if found is None:
+        return False
+    fields = found[1]  # state, ppid, pgrp, …
+    try:
+        return fields[0] not in ("Z", "X") and int(fields[2]) == pgid
+    except (IndexError, ValueError):
+        return False
+
+
 @dataclass(frozen=True)
 class ClientProcess:
     """The process that launched this proxy (its agent): pid, start token, program name."""

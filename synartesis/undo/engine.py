@@ -875,8 +875,9 @@ class _Walk:
                 return Step(a.seq, a.id, q, "halt", f"the server that received this call is still running (pid {running}) "
                             "and may still carry it out", detail=(
                                 f"{a.note or 'outcome unknown'}\nIts proxy is gone, so nothing will say when the server "
-                                f"finishes. Wait for it to exit, or stop it (kill {running}), then run undo again; "
-                                "`undo --force` steps over this action (leaving whatever it did) and undoes the older ones."))
+                                f"finishes. Wait for it to exit, or stop it and what it started (kill -- -{running}, its "
+                                "process group), then run undo again; `undo --force` steps over this action (leaving "
+                                "whatever it did) and undoes the older ones."))
             if self.settled_by_read(a):  # --force steps over only what the read cannot settle
                 return None  # settled by a read of the resource (Walk.one, _unknown_plan)
             if opts.force:
@@ -902,9 +903,9 @@ class _Walk:
         line = run.servers.get(a.server) if run is not None and isinstance(run.servers, dict) else None
         if run is None or run.live or not isinstance(line, dict) or not isinstance(line.get("pid"), int):
             return None
-        from synartesis.journal.liveness import process_state
+        from synartesis.journal.liveness import group_alive
         token = line.get("started") if isinstance(line.get("started"), str) else None
-        return line["pid"] if process_state(line["pid"], token, run.host) == "live" else None
+        return line["pid"] if group_alive(line["pid"], token, run.host) else None
 
     def one(self, a: ActionRow) -> Step:
         decided = self.status_step(a)

@@ -52,3 +52,41 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_server_behind_a_launcher_is_waited_for_as_its_process_group(tmp_path):
+    """Adversarial review 17, F1: the server was started by a shell script without `exec`; the
+    halt named the shell's pid, killing the shell left the real server running (now a child of
+    init), and the next undo settled the call as nothing done before the write landed. The
+    whole process group is waited for, and the advice kills the group."""
+    from helpers import FAKE_SERVER, proxy_argv
+    manifest, journal, state, _ = kv_proxy(tmp_path, policy=DECLARED)
+    wrapper = tmp_path / "launch.sh"
+    wrapper.write_text("#!/bin/sh\n" + " ".join(FAKE_SERVER) + ' "$@"\n')  # no exec: sh stays the parent
+    argv = proxy_argv("kv", manifest, journal, ["/bin/sh", str(wrapper), "--state", str(state)])
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    with RawSession(argv) as s:
+        start_slow_put(s, journal, delay=6)
+        with open_journal(journal) as j:
+            [run] = j.list_runs()
+        leader = run.servers["kv"]["pid"]
+        os.kill(s.proc.pid, signal.SIGKILL)
+        s.proc.wait(10)
+        os.kill(leader, signal.SIGTERM)  # the shell only: the server it started goes on
+        deadline = time.monotonic() + 10
+        while _alive(leader) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        halted = cli("undo", *flags)
+        assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
+        assert halted.returncode == 1 and f"kill -- -{leader}" in halted.stdout, halted.stdout + halted.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and json.loads(state.read_text()).get("k1") != "x":
+            time.sleep(0.1)
+        try:
+            os.killpg(leader, signal.SIGKILL)  # the orphan has done its write; end it
+        except ProcessLookupError:
+            pass
+        time.sleep(0.5)
+    done = cli("undo", *flags)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
