@@ -130,21 +130,28 @@ class GatesMixin(RunsMixin):
 
     def settle_held_twins(self, sent: ActionRow) -> list[str]:
         """Settle the held calls made moot by ``sent``, the same call (server, tool, canonical
-        arguments) let through without an approval: a new file's write held as a creation
+        arguments) let through without an approval (a held call, or an approved one whose
+        approval nobody spent yet): a new file's write held as a creation
         whose file exists by the time the agent makes it again. Each waiting twin becomes
         ``failed`` ("never sent"), so it no longer waits for a decision that means nothing,
         keeps its run from ``prune`` or offers an approval its reason no longer explains (new
         user round 15, #1). Returns the ids settled (usually none: one probe of the index of
         held calls, with no write lock taken)."""
         with self._guard("settle held calls"):
-            waiting = [r[0] for r in self._all("SELECT id FROM actions WHERE call_key = ? AND status = 'gated' "
-                                               "AND id != ?", (sent.call_key, sent.id))]
+            waiting = [(r[0], r[1]) for r in self._all(
+                "SELECT id, status FROM actions WHERE call_key = ? AND status = 'gated' AND id != ? "
+                "UNION ALL SELECT id, status FROM actions WHERE call_key = ? AND status = 'approved' "
+                "AND used_by IS NULL AND id != ?", (sent.call_key, sent.id, sent.call_key, sent.id))]
             if not waiting:
                 return []
             settled = []
             with self._tx():
-                for aid in waiting:
-                    if self._set(aid, "failed", expect=("gated",), note=self.superseded_note(sent)):
+                for aid, status in waiting:
+                    # an approval nobody spent is withdrawn too: a later identical call must not
+                    # carry it (adversarial review 17, F2: spent an hour later, its row took a
+                    # write made after this one, out of the journal's order)
+                    note = self.superseded_note(sent) + ("; its approval is withdrawn" if status == "approved" else "")
+                    if self._set(aid, "failed", expect=(status,), note=note):
                         settled.append(aid)
             return settled
 

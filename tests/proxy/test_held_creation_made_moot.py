@@ -59,3 +59,28 @@ def test_prune_settles_a_held_call_a_sent_twin_made_moot(tmp_path, fs_server):
     assert pruned.returncode == 0, pruned.stdout + pruned.stderr
     with open_journal(journal) as j:
         assert j.list_runs() == []
+
+
+def test_an_unspent_approval_of_the_call_that_went_through_unheld_is_withdrawn(tmp_path, fs_server):
+    """Adversarial review 17, F2: the held creation was approved, then the file was made by hand
+    and the identical call went through unheld; the approval stayed unspent, and the agent's
+    next identical write within the hour (after the person deleted the file) spent it silently,
+    out of the journal's order, so undo later recreated the deleted file. It is withdrawn."""
+    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
+    journal = tmp_path / "j.db"
+    flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(journal)]
+    call = {"path": str(root / "new.txt"), "content": "agent\n"}
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, "write_file", call).get("isError")  # held: a creation
+        with open_journal(journal) as j:
+            [held] = j.list_gated()
+        assert cli("approve", held.id[:8], "--no-read", "--by", "ana", *flags).returncode == 0
+        (root / "new.txt").write_text("by hand\n")
+        assert not s.call(2, "write_file", call).get("isError")  # replaces something: unheld
+        (root / "new.txt").unlink()
+        again = s.call(3, "write_file", call)
+        assert again.get("isError") and "holding this call" in json.dumps(again), again  # held again, not carried
+    with open_journal(journal) as j:
+        first = j.get_action(held.id)
+        assert first.status == "failed" and "withdrawn" in (first.note or ""), (first.status, first.note)
