@@ -465,6 +465,15 @@ class ActionsMixin(ChainMixin):
                 keyed.append((low, rid, a.seq, a))
         return [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
 
+    def first_gseq(self, run_ids: Iterable[str]) -> int:
+        """The smallest journal-wide number among the writes of ``run_ids`` (0 for none)."""
+        ids = list(run_ids)
+        if not ids:
+            return 0
+        with self._guard("read actions"):
+            row = self._one(f"SELECT MIN(gseq) FROM actions WHERE run_id IN ({','.join('?' * len(ids))})", tuple(ids))
+        return int(row[0]) if row and row[0] is not None else 0
+
     def writes_after(self, server: str, gseq: int, exclude_runs: Iterable[str] = ()) -> list[ActionRow]:
         """Writes (not readonly) on ``server`` recorded after journal-wide number ``gseq``, still
         in effect (:data:`IN_EFFECT`), in runs other than ``exclude_runs``; oldest first. Used

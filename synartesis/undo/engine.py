@@ -401,25 +401,10 @@ def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | N
     return test
 
 
-def later_writes_elsewhere(j: Journal, run: RunRow, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
-    """Writes of *other* sessions, recorded after ``a`` and still in effect, that touched what
-    ``a`` touched (as :func:`later_writes` tells it), with their runs; oldest first. Asked only
-    when an undo halts on drift: the change it found may be another session's approved call,
-    which overwriting would remove too (new user round 16, #2: it was named only within the
-    session)."""
-    mine_runs = {r.id for r in (j.session_runs(run.session_id) if run.session_id else [run])}
-    same = same_resource(j, run, a)
-    out: list[tuple[ActionRow, RunRow | None]] = []
-    runs: dict[str, RunRow | None] = {}
-    for b in j.writes_after(a.server, a.gseq or 0, exclude_runs=sorted(mine_runs)):
-        if b.run_id not in runs:
-            try:
-                runs[b.run_id] = j.find_run(b.run_id)
-            except UsageError:  # pruned meanwhile
-                runs[b.run_id] = None
-        if same(runs[b.run_id], b):
-            out.append((b, runs[b.run_id]))
-    return out
+def _foreign_names(found: list[tuple[ActionRow, RunRow | None]]) -> str:
+    """Other sessions' writes as a report names them: id, tool, session, approver."""
+    return ", ".join(f"{b.id[:8]} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
+                     + (f" (approved by {b.decided_by})" if b.decided_by else "") for b, r in found)
 
 
 def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPool | None = None,
@@ -713,6 +698,11 @@ class _Walk:
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
+        # other sessions' writes after the target's first one, per server (foreign_after)
+        self._foreign: dict[str, list[ActionRow]] | None = None
+        self._foreign_runs: dict[str, RunRow | None] = {}
+        self._mine: set[str] = set()
+        self._floor = 0
         # (action, its drift read, when it was sent: time.monotonic()) sent by preclaim
         self.ahead: tuple[str, Callable[[], ReadOutcome], float] | None = None
 
@@ -1045,6 +1035,20 @@ class _Walk:
             return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
                         "tell whether it applied", detail=a.note)
 
+        if not forced and not opts.force and not unknown:
+            foreign = self.foreign_after(a)
+            if foreign:
+                # the state may match by coincidence (another session wrote it back to the same
+                # value): reverting would undo that session's work unnamed (review 17, F4)
+                if claimed and not preview:
+                    j.set_action_status(a.id, a.status, expect=("rolling_back",))
+                names = _foreign_names(foreign)
+                return Step(a.seq, a.id, q, "halt", "another session wrote this resource after it, and that write is "
+                            "still in effect", check=check, detail=(
+                                f"written after it by another session: {names}. Reverting this call would undo that "
+                                "too, unnamed. Undo that session first, or `--force` to see what this undo would "
+                                "overwrite, then `--force --yes` to overwrite it."))
+
         if verified and unknown:
             reason = ("outcome unknown, but the resource is as the call would have left it: it applied; "
                       + ("the inverse would be applied" if preview else "applying inverse"))
@@ -1144,20 +1148,43 @@ class _Walk:
         return (f"\n  changed after it by this session: {names}, which this undo leaves in place; overwriting it "
                 f"(--force --yes) also removes what {did} did")
 
+    def foreign_after(self, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
+        """Writes of other sessions to ``a``'s resource after it, still in effect, with their
+        runs (the same resource as :func:`same_resource` tells it; one query per server per walk: the
+        writes after the target's first one, in runs outside the target's sessions)."""
+        if self._foreign is None:
+            self._foreign = {}
+            sessions = {r.session_id for r in self.runs.values() if r.session_id}
+            self._mine = {rid for sid in sessions for rid in (r.id for r in self.j.session_runs(sid))} | set(self.runs)
+            self._floor = self.j.first_gseq(sorted(self.runs))
+        if a.server not in self._foreign:
+            self._foreign[a.server] = self.j.writes_after(a.server, self._floor, exclude_runs=sorted(self._mine))
+        later = [b for b in self._foreign[a.server] if (b.gseq or 0) > (a.gseq or 0)]
+        run = self.runs.get(a.run_id)
+        if not later or run is None:
+            return []
+        same = same_resource(self.j, run, a)
+        out = []
+        for b in later:
+            if b.run_id not in self._foreign_runs:
+                try:
+                    self._foreign_runs[b.run_id] = self.j.find_run(b.run_id)
+                except UsageError:
+                    self._foreign_runs[b.run_id] = None
+            if same(self._foreign_runs[b.run_id], b):
+                out.append((b, self._foreign_runs[b.run_id]))
+        return out
+
     def elsewhere_note(self, a: ActionRow) -> str:
         """A detail line naming what other sessions wrote to ``a``'s resource after it
-        (:func:`later_writes_elsewhere`), or ``""``."""
-        run = self.runs.get(a.run_id)
-        if run is None:
-            return ""
+        (:meth:`foreign_after`), or ``""``."""
         try:
-            found = later_writes_elsewhere(self.j, run, a)
+            found = self.foreign_after(a)
         except JournalError:
             return ""
         if not found:
             return ""
-        names = ", ".join(f"{b.id[:8]} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
-                          + (f" (approved by {b.decided_by})" if b.decided_by else "") for b, r in found)
+        names = _foreign_names(found)
         did = "that call" if len(found) == 1 else "those calls"
         return (f"\n  changed after it by another session: {names}; overwriting it (--force --yes) also removes "
                 f"what {did} did")
