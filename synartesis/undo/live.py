@@ -105,19 +105,8 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
             elif prior is not None and same_state(obs, prior, verify):
                 items.append(LiveItem(a.seq, a.id, a.qualified, "reverted", "back in the state before this write",
                                       run=a.run_id, where=where(a)))
-            elif a.status == "rolled_back" and prior is None:
-                # undone, with no state before it on record (a create's compensation): the read
-                # cannot compare it with anything, and "changed since this run wrote it" is the
-                # undo's own doing
-                items.append(LiveItem(a.seq, a.id, a.qualified, "reverted",
-                                      "undone; nothing was captured before the call, so this read cannot confirm it",
-                                      actual=obs, run=a.run_id, where=where(a)))
-            elif a.status == "rolled_back" and (earlier := _undone_before(j, runs, writes, a)) is not None:
-                # the undo went on past it: an earlier call on the same resource was undone
-                # too, so the state before this one is not what the undo left (new user round 16, #3)
-                items.append(LiveItem(a.seq, a.id, a.qualified, "reverted",
-                                      f"undone, and so was the earlier {where(earlier)} {earlier.qualified} that "
-                                      "touched it: back in the state before that call", run=a.run_id, where=where(a)))
+            elif a.status == "rolled_back":
+                items.append(_undone_item(j, runs, writes, a, prior, obs, verify, where))
             elif later := later_writes(j, target, a):
                 # the session itself changed it afterwards (another read, or none): not drift
                 last = later[-1]
@@ -130,6 +119,35 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
     finally:
         servers.close()
     return LiveReport(target.id, items, servers.warnings, target.kind, target.name)
+
+
+def _undone_item(j: Journal, runs: dict, writes: list[ActionRow], a: ActionRow, prior: dict | None, obs: dict,
+                 verify: Any, where: Any) -> LiveItem:
+    """How an undone write reads now that its resource is not in the state before it: the undo
+    may have gone on past it (an earlier call on the same resource was undone too, so the state
+    to find is the one before that call: new user round 16, #3), or nothing before it was
+    captured (a create's compensation: nothing to compare with); else it changed after the undo
+    put it back, which is drift against the state the undo left (adversarial review 17, F3:
+    a hand edit after the undo read "reverted")."""
+    earlier = _undone_before(j, runs, writes, a)
+    if earlier is not None:
+        left = prior_state(earlier, j.get_json(earlier.snapshot_ref) if earlier.prior == "captured" else None)
+        if left is None:
+            return LiveItem(a.seq, a.id, a.qualified, "reverted", f"undone, and so was the earlier {where(earlier)} "
+                            f"{earlier.qualified} that touched it; nothing was captured before that call, so this read "
+                            "cannot confirm it", actual=obs, run=a.run_id, where=where(a))
+        if same_state(obs, left, verify):
+            return LiveItem(a.seq, a.id, a.qualified, "reverted", f"undone, and so was the earlier {where(earlier)} "
+                            f"{earlier.qualified} that touched it: back in the state before that call",
+                            run=a.run_id, where=where(a))
+        return LiveItem(a.seq, a.id, a.qualified, "drifted", f"changed since the undo put it back (as before "
+                        f"{where(earlier)} {earlier.qualified})", expected=left, actual=obs, run=a.run_id, where=where(a))
+    if prior is None:
+        return LiveItem(a.seq, a.id, a.qualified, "reverted",
+                        "undone; nothing was captured before the call, so this read cannot confirm it",
+                        actual=obs, run=a.run_id, where=where(a))
+    return LiveItem(a.seq, a.id, a.qualified, "drifted", "changed since the undo put it back", expected=prior,
+                    actual=obs, run=a.run_id, where=where(a))
 
 
 def _undone_before(j: Journal, runs: dict, writes: list[ActionRow], a: ActionRow) -> ActionRow | None:

@@ -25,3 +25,26 @@ def test_live_says_reverted_when_an_earlier_call_on_the_resource_was_undone_too(
     states = {i["tool"]: i["state"] for i in items}
     assert states["memory.delete_entities"] == "reverted", items
     assert live.returncode == 0, live.stdout + live.stderr
+
+
+def test_live_says_drifted_when_the_resource_changed_after_the_undo(tmp_path):
+    """Adversarial review 17, F3: put k0 twice, undo both, then a hand edit: show --live said
+    the second put was "reverted ... back in the state before that call" and exited 0. It is
+    drifted, against the state the undo left (v0), not the value the write left."""
+    from helpers import RawSession, kv_proxy
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    with RawSession(argv) as s:
+        s.handshake()
+        for n, v in enumerate(("A0", "A1"), 1):
+            assert not s.call(n, "put", {"key": "k0", "value": v}).get("isError")
+    assert cli("undo", *flags).returncode == 0
+    live = json.loads(cli("show", "--live", "--json", *flags).stdout)
+    assert [i["state"] for i in live["items"]] == ["superseded", "reverted"], live  # 1: written again by 2
+    data = json.loads(state.read_text())
+    data["k0"] = "hand"
+    state.write_text(json.dumps(data))
+    out = cli("show", "--live", "--json", *flags)
+    items = json.loads(out.stdout)["items"]
+    assert out.returncode == 1 and [i["state"] for i in items] == ["superseded", "drifted"], items
+    assert items[1]["expected"]["value"]["value"] == "v0", items  # the state the undo left
