@@ -296,7 +296,8 @@ def close_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (
             raise ConflictError(f"run {target.id[:8]} is still being written by its proxy (pid {target.pid}); "
                                 "stop the agent first, or add --force if that process is not a proxy")
         if target.status != "active" or not j.close_run(target.id, "closed by hand (synartesis close)"):
-            console().print(f"{target.id} was not active.")
+            gone = " (its proxy was gone, so the journal closed it already)" if target.end_note or target.stale else ""
+            console().print(f"run {target.id[:8]} is not active: nothing to close{gone}")
             raise typer.Exit(1)
         closed = j.find_run(target.id)
     unknown = closed.unknown

@@ -110,7 +110,8 @@ def pick_gated(j: Journal, ref: str | None, all_: bool) -> list[ActionRow]:
         raise UsageError(f"{ref} matches {len(hits)} held calls; give more of the id")
     if not hits:
         row = j.find_action(ref)  # raises UsageError when nothing matches at all
-        raise ConflictError(f"{row.id[:8]} is no longer awaiting approval (it is {row.label})")
+        why = f": {row.note}" if row.status == "failed" and row.note else ""  # e.g. settled: the same call went through
+        raise ConflictError(f"{row.id[:8]} is no longer awaiting approval (it is {row.label}{why})")
     return hits
 
 

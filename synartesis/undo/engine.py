@@ -932,7 +932,10 @@ class _Walk:
                 reason = "cannot be undone" + (f", approved by {a.decided_by}" if a.decided_by else "") + "; left in place"
             else:
                 if (a.note or "").startswith(NOTHING_TO_RESTORE):  # as bare undo's skip line says it
-                    reason = "an approved creation (nothing existed before it to put back); left in place"
+                    # held and approved, or sent unheld by a rule that says its tool never
+                    # creates (on_absent: send) when it did (adversarial review 17, F7)
+                    what = "an approved creation" if a.decided_by else "a creation"
+                    reason = f"{what} (nothing existed before it to put back); left in place"
                 else:
                     reason = "no usable inverse was recorded" + (f": {a.note}" if a.note else "") + "; left in place"
             return Step(a.seq, a.id, q, "permanent", reason)
