@@ -209,3 +209,18 @@ def test_uninstall_exits_1_when_an_entry_changed_since_install_stays_wrapped(fak
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "changed since install still runs through synartesis" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
+
+
+def test_uninstall_exits_1_when_the_client_renamed_a_wrapped_entry(fake_home, tmp_path):
+    """Adversarial review 17, F5: the client renamed a wrapped entry; uninstall said "removed
+    since install; not brought back" and exited 0, while the renamed entry still ran through
+    synartesis."""
+    cfg = place(fake_home, "claude-desktop", DESKTOP)
+    assert run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path)).returncode == 0
+    doc = json.loads(cfg.read_text())
+    name = sorted(doc["mcpServers"])[0]
+    doc["mcpServers"][name + "-renamed"] = doc["mcpServers"].pop(name)
+    cfg.write_text(json.dumps(doc, indent=2))
+    p = run(tmp_path, "uninstall", "--yes")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"{name}-renamed" in p.stdout.splitlines()[-1] and "not in the install record" in p.stdout, p.stdout
