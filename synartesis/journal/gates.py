@@ -144,22 +144,19 @@ class GatesMixin(RunsMixin):
                 "AND used_by IS NULL AND id != ?", (sent.call_key, sent.id, sent.call_key, sent.id))]
             if not waiting:
                 return []
-            settled = []
             with self._tx():
-                for aid, status in waiting:
-                    # an approval nobody spent is withdrawn too: a later identical call must not
-                    # carry it (adversarial review 17, F2: spent an hour later, its row took a
-                    # write made after this one, out of the journal's order)
-                    note = self.superseded_note(sent) + ("; its approval is withdrawn" if status == "approved" else "")
-                    if self._set(aid, "failed", expect=(status,), note=note):
-                        settled.append(aid)
-            return settled
+                # an approval nobody spent is withdrawn too: a later identical call must not
+                # carry it (adversarial review 17, F2: spent an hour later, its row took a write
+                # made after this one, out of the journal's order)
+                return [aid for aid, status in waiting if self._supersede(aid, status, sent)]
 
-    @staticmethod
-    def superseded_note(sent: ActionRow) -> str:
-        """The note of a held call settled by :meth:`settle_held_twins`."""
-        return (f"never sent: the same call went through later as action {sent.id[:8]} without needing "
-                "approval, so this one no longer waits for a decision")
+    def _supersede(self, action_id: str, status: str, sent: ActionRow) -> bool:
+        """Mark a held (or approved, unspent) call ``failed``, never sent, because ``sent`` went
+        through; False when it was no longer in ``status`` (inside the caller's transaction)."""
+        note = (f"never sent: the same call went through later as action {sent.id[:8]} without needing "
+                "approval, so this one no longer waits for a decision"
+                + ("; its approval is withdrawn" if status == "approved" else ""))
+        return self._set(action_id, "failed", expect=(status,), note=note)
 
     def superseded_holds(self) -> list[tuple[ActionRow, ActionRow]]:
         """Held calls whose identical call was since let through (journals written before
@@ -183,7 +180,7 @@ class GatesMixin(RunsMixin):
         n = 0
         for held, sent in self.superseded_holds():
             with self._guard("settle held calls"), self._tx():
-                n += self._set(held.id, "failed", expect=("gated",), note=self.superseded_note(sent))
+                n += self._supersede(held.id, "gated", sent)
         return n
 
     def list_gated(self) -> list[ActionRow]:

@@ -14,11 +14,16 @@ import json
 from helpers import FS_POLICY, RawSession, cli, files_proxy, open_journal
 
 
-def _held_then_sent(tmp_path, fs_server):
+def _new_file_write(tmp_path, fs_server):
+    """(root, proxy argv, journal, CLI flags, a write_file of a file that does not exist yet)."""
     root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
     journal = tmp_path / "j.db"
     flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(journal)]
-    call = {"path": str(root / "new.txt"), "content": "agent\n"}
+    return root, argv, journal, flags, {"path": str(root / "new.txt"), "content": "agent\n"}
+
+
+def _held_then_sent(tmp_path, fs_server):
+    root, argv, journal, flags, call = _new_file_write(tmp_path, fs_server)
     with RawSession(argv) as s:
         s.handshake()
         held = s.call(1, "write_file", call)
@@ -66,10 +71,7 @@ def test_an_unspent_approval_of_the_call_that_went_through_unheld_is_withdrawn(t
     and the identical call went through unheld; the approval stayed unspent, and the agent's
     next identical write within the hour (after the person deleted the file) spent it silently,
     out of the journal's order, so undo later recreated the deleted file. It is withdrawn."""
-    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
-    journal = tmp_path / "j.db"
-    flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(journal)]
-    call = {"path": str(root / "new.txt"), "content": "agent\n"}
+    root, argv, journal, flags, call = _new_file_write(tmp_path, fs_server)
     with RawSession(argv) as s:
         s.handshake()
         assert s.call(1, "write_file", call).get("isError")  # held: a creation

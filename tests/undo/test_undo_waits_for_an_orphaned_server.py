@@ -21,13 +21,7 @@ def test_undo_halts_while_the_server_that_received_the_call_still_runs(tmp_path)
     manifest, journal, state, argv = kv_proxy(tmp_path, policy=DECLARED)
     flags = ["--manifest", str(manifest), "--journal", str(journal)]
     with RawSession(argv) as s:
-        start_slow_put(s, journal, delay=6)
-        with open_journal(journal) as j:
-            [run] = j.list_runs()
-        server_pid = run.servers["kv"]["pid"]
-        assert isinstance(server_pid, int) and run.servers["kv"]["started"], run.servers
-        os.kill(s.proc.pid, signal.SIGKILL)
-        s.proc.wait(10)
+        server_pid = _kill_proxy_mid_slow_put(s, journal)
         halted = cli("undo", *flags)
         assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
         assert halted.returncode == 1, halted.stdout + halted.stderr
@@ -40,6 +34,19 @@ def test_undo_halts_while_the_server_that_received_the_call_still_runs(tmp_path)
     done = cli("undo", *flags)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
+
+
+def _kill_proxy_mid_slow_put(s: RawSession, journal) -> int:
+    """Start a 6 s slow_put, SIGKILL the proxy while it is at the server; the server's pid as
+    the run recorded it (with its start token)."""
+    start_slow_put(s, journal, delay=6)
+    with open_journal(journal) as j:
+        [run] = j.list_runs()
+    pid = run.servers["kv"]["pid"]
+    assert isinstance(pid, int) and run.servers["kv"]["started"], run.servers
+    os.kill(s.proc.pid, signal.SIGKILL)
+    s.proc.wait(10)
+    return pid
 
 
 def _alive(pid: int) -> bool:
@@ -66,12 +73,7 @@ def test_a_server_behind_a_launcher_is_waited_for_as_its_process_group(tmp_path)
     argv = proxy_argv("kv", manifest, journal, ["/bin/sh", str(wrapper), "--state", str(state)])
     flags = ["--manifest", str(manifest), "--journal", str(journal)]
     with RawSession(argv) as s:
-        start_slow_put(s, journal, delay=6)
-        with open_journal(journal) as j:
-            [run] = j.list_runs()
-        leader = run.servers["kv"]["pid"]
-        os.kill(s.proc.pid, signal.SIGKILL)
-        s.proc.wait(10)
+        leader = _kill_proxy_mid_slow_put(s, journal)
         os.kill(leader, signal.SIGTERM)  # the shell only: the server it started goes on
         deadline = time.monotonic() + 10
         while _alive(leader) and time.monotonic() < deadline:
