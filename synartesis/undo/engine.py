@@ -1038,9 +1038,17 @@ class _Walk:
             return Step(a.seq, a.id, q, "halt", "an inverse was already sent before an interruption and no read can "
                         "tell whether it applied", detail=a.note)
 
-        if not forced and not opts.force and not unknown:
+        if not forced and not unknown:
             foreign = self.foreign_after(a)
-            if foreign:
+            if foreign and opts.force and preview:
+                # what --force --yes would remove: listed as an overwrite, as drift is (a new
+                # user's round 17, #2: the preview said "nothing has drifted")
+                self.plan(a, sim_key, before, inverse, verify)
+                return Step(a.seq, a.id, q, "overwrite", f"written since by another session ({_foreign_names(foreign)}); "
+                            "--force --yes would overwrite it, removing what those calls did",
+                            detail="reverting this call also removes what the other session's calls did", calls=inverse, expected=post,
+                            actual=obs, replanned=replanned, check=check, verified=before is not None)
+            if foreign and not opts.force:
                 # the state may match by coincidence (another session wrote it back to the same
                 # value): reverting would undo that session's work unnamed (review 17, F4)
                 if claimed and not preview:

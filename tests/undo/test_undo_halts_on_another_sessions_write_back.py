@@ -26,5 +26,9 @@ def test_undo_halts_when_another_session_wrote_the_resource_back_to_the_same_val
     assert json.loads(state.read_text())["k0"] == "A"
     with open_journal(journal) as j:
         assert {a.status for r in j.list_runs() for a in j.actions(r.id)} == {"applied"}
+    preview = cli("undo", "sa", "--force", *flags)  # lists what --force --yes would remove
+    assert preview.returncode == 1 and "of session s-" in preview.stdout and "nothing has drifted" not in preview.stdout, \
+        preview.stdout
+    assert json.loads(state.read_text())["k0"] == "A"
     forced = cli("undo", "sa", "--force", "--yes", *flags)
     assert forced.returncode == 0 and json.loads(state.read_text())["k0"] == "v0", forced.stdout + forced.stderr
