@@ -156,7 +156,8 @@ class GatesMixin(RunsMixin):
         note = (f"never sent: the same call went through later as action {sent.id[:8]} without needing "
                 "approval, so this one no longer waits for a decision"
                 + ("; its approval is withdrawn" if status == "approved" else ""))
-        return self._set(action_id, "failed", expect=(status,), note=note)
+        # approved between the caller's read and this update: withdrawn all the same
+        return self._set(action_id, "failed", expect=(status, "approved") if status == "gated" else (status,), note=note)
 
     def superseded_holds(self) -> list[tuple[ActionRow, ActionRow]]:
         """Held calls whose identical call was since let through (journals written before

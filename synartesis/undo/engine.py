@@ -699,7 +699,7 @@ class _Walk:
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
         # other sessions' writes after the target's first one, per server (foreign_after)
-        self._foreign: dict[str, list[ActionRow]] | None = None
+        self._foreign: dict[str, dict[str | None, list[tuple[ActionRow, RunRow | None]]]] | None = None
         self._foreign_runs: dict[str, RunRow | None] = {}
         self._mine: set[str] = set()
         self._floor = 0
@@ -1169,22 +1169,30 @@ class _Walk:
             self._mine = {rid for sid in sessions for rid in (r.id for r in self.j.session_runs(sid))} | set(self.runs)
             self._floor = self.j.first_gseq(sorted(self.runs))
         if a.server not in self._foreign:
-            self._foreign[a.server] = self.j.writes_after(a.server, self._floor, exclude_runs=sorted(self._mine))
-        later = [b for b in self._foreign[a.server] if (b.gseq or 0) > (a.gseq or 0)]
+            # keyed once per walk (a write with a read by its resource key, else under None),
+            # so each step compares with the writes of its own resource, not every later one
+            # (adversarial review 18, F5: 400 steps against 4,000 foreign writes took 17 s)
+            by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] = {}
+            for b in self.j.writes_after(a.server, self._floor, exclude_runs=sorted(self._mine)):
+                if b.run_id not in self._foreign_runs:
+                    try:
+                        self._foreign_runs[b.run_id] = self.j.find_run(b.run_id)
+                    except UsageError:  # pruned meanwhile
+                        self._foreign_runs[b.run_id] = None
+                b_run = self._foreign_runs[b.run_id]
+                by_key.setdefault(resource_key(b_run, self.load(b.verify_ref)), []).append((b, b_run))
+            self._foreign[a.server] = by_key
         run = self.runs.get(a.run_id)
-        if not later or run is None:
+        by_key = self._foreign[a.server]
+        if run is None or not by_key:
+            return []
+        key = resource_key(run, self.load(a.verify_ref))
+        pool = (by_key.get(key, []) + by_key.get(None, [])) if key is not None else [x for v in by_key.values() for x in v]
+        later = [(b, r) for b, r in pool if (b.gseq or 0) > (a.gseq or 0)]
+        if not later:
             return []
         same = same_resource(self.j, run, a)
-        out = []
-        for b in later:
-            if b.run_id not in self._foreign_runs:
-                try:
-                    self._foreign_runs[b.run_id] = self.j.find_run(b.run_id)
-                except UsageError:
-                    self._foreign_runs[b.run_id] = None
-            if same(self._foreign_runs[b.run_id], b):
-                out.append((b, self._foreign_runs[b.run_id]))
-        return out
+        return sorted(((b, r) for b, r in later if same(r, b)), key=lambda x: x[0].gseq or 0)
 
     def elsewhere_note(self, a: ActionRow) -> str:
         """A detail line naming what other sessions wrote to ``a``'s resource after it
