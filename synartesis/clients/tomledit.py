@@ -165,12 +165,30 @@ def set_item_text(table: Any, key: str, text: str, *, after: str | None = None,
     if key in table or after is None or after not in table:
         table[key] = item
         return
-    container = getattr(table, "value", None)
-    insert_after = getattr(container, "_insert_after", None)
-    if insert_after is None:
+    if not _insert_after(getattr(table, "value", None), after, key, item):
         table[key] = item
-        return
-    insert_after(after, key, item)
+
+
+def _insert_after(container: Any, after: str, key: str, item: Any) -> bool:
+    """Insert ``key = item`` right after ``after`` in a tomlkit container; False if it can't.
+
+    tomlkit has no public insert. ``Container._insert_after`` went away in tomlkit 0.15.3
+    (CI's fresh install moved a new ``args`` to the end of its table), so the body position
+    is found from ``_map`` and ``_insert_at`` is used, which both versions have. Anything else
+    leaves the caller to append, which is still the same TOML.
+    """
+    insert_at = getattr(container, "_insert_at", None)
+    index = getattr(container, "_map", {}).get(after) if insert_at else None
+    if isinstance(index, tuple):
+        index = max(index)
+    body = getattr(container, "_body", None)
+    if not isinstance(index, int) or body is None or index + 1 >= len(body):
+        return False
+    try:
+        insert_at(index + 1, key, item)
+    except (ValueError, KeyError, TypeError):
+        return False
+    return True
 
 
 def delete_item(table: Any, key: str) -> None:
