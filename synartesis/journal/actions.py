@@ -474,17 +474,19 @@ class ActionsMixin(ChainMixin):
             row = self._one(f"SELECT MIN(gseq) FROM actions WHERE run_id IN ({','.join('?' * len(ids))})", tuple(ids))
         return int(row[0]) if row and row[0] is not None else 0
 
-    def writes_after(self, server: str, gseq: int, exclude_runs: Iterable[str] = ()) -> list[ActionRow]:
-        """Writes (not readonly) on ``server`` recorded after journal-wide number ``gseq``, still
-        in effect (:data:`IN_EFFECT`), in runs other than ``exclude_runs``; oldest first. Used
-        when an undo halts on drift, to name what other sessions did to the resource since."""
+    def writes_after(self, server: str | None, gseq: int, exclude_runs: Iterable[str] = ()) -> list[ActionRow]:
+        """Writes (not readonly) on ``server`` (None: on any server) recorded after journal-wide
+        number ``gseq``, still in effect (:data:`IN_EFFECT`), in runs other than
+        ``exclude_runs``; oldest first. Used by undo and redo to find what other sessions did
+        to a resource since."""
         skip = list(exclude_runs)
         states = list(IN_EFFECT)
+        where = ("server = ? AND " if server is not None else "") + "gseq > ? AND class != 'readonly' "
         with self._guard("read actions"):
-            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE server = ? AND gseq > ? AND class != 'readonly' "
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE {where}"
                              f"AND status IN ({','.join('?' * len(states))})"
                              + (f" AND run_id NOT IN ({','.join('?' * len(skip))})" if skip else "") + " ORDER BY gseq",
-                             (server, gseq, *states, *skip))
+                             (*([server] if server is not None else []), gseq, *states, *skip))
         return [action_from_row(r) for r in rows]
 
     def recent_actions(self, limit: int = 12) -> list[ActionRow]:

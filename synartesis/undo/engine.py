@@ -43,7 +43,7 @@ from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, Spaw
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
 __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
-           "prior_state", "resource_key", "replan_action", "saga_text", "take_steps", "finish", "later_writes"]
+           "prior_state", "resource_key", "OtherSessions", "replan_action", "saga_text", "take_steps", "finish", "later_writes"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
 _STOPPED = "stopped here (cancelled): this action and the older ones were left as they are"
@@ -303,12 +303,15 @@ def launch_cause(pool: ServerPool, run_id: str, server: str, detail: str) -> tup
 
 def resource_key(run: RunRow | None, read: dict | None) -> str | None:
     """What a read reads, as one string: the server as its run launched it plus the canonical
-    call (issue 10 item 6). Two runs that started a server the same way share resources."""
+    call (issue 10 item 6). Two runs that started a server the same way share resources, under
+    whatever name each client gave it (adversarial review 18, F1: Claude Code's ``files`` and
+    Cursor's ``fs``, one command line, one folder); the server's name stands in only when its
+    run recorded no launch line."""
     if read is None:
         return None
     launch = (run.servers.get(read.get("server")) if run is not None else None) or {}
-    return canonical([read.get("server"), {k: launch.get(k) for k in ("command", "args", "cwd")},
-                      read.get("tool"), read.get("args")])
+    line = {k: launch.get(k) for k in ("command", "args", "cwd")}
+    return canonical([None if launch.get("command") else read.get("server"), line, read.get("tool"), read.get("args")])
 
 
 def replan_action(j: Journal, a: ActionRow, policy: Policy, result: Any = ...) -> tuple[list | None, dict | None, str | None]:
@@ -401,10 +404,66 @@ def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | N
     return test
 
 
-def _foreign_names(found: list[tuple[ActionRow, RunRow | None]]) -> str:
-    """Other sessions' writes as a report names them: id, tool, session, approver."""
-    return ", ".join(f"{b.id[:8]} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
-                     + (f" (approved by {b.decided_by})" if b.decided_by else "") for b, r in found)
+class OtherSessions:
+    """Other sessions' writes after a walk's first action, still in effect, on any server,
+    keyed by resource once per walk (adversarial review 18, F5: 400 steps against 4,000 such
+    writes took 17 s when each step compared with all of them). Used by undo and redo.
+
+    Args:
+        j: the journal.
+        runs: the walk's runs by id (their sessions' other runs count as the walk's own).
+        load: stored JSON by ref (:class:`_Loads`).
+    """
+
+    def __init__(self, j: Journal, runs: dict[str, RunRow], load: "_Loads | None" = None) -> None:
+        self.j, self.runs, self.load = j, runs, load or _Loads(j)
+        self._by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] | None = None
+
+    def _index(self) -> dict[str | None, list[tuple[ActionRow, RunRow | None]]]:
+        if self._by_key is None:
+            j = self.j
+            sessions = {r.session_id for r in self.runs.values() if r.session_id}
+            mine = {rid for sid in sessions for rid in (r.id for r in j.session_runs(sid))} | set(self.runs)
+            found: dict[str, RunRow | None] = {}
+            by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] = {}
+            # every server: another name may launch the same server (resource_key)
+            for b in j.writes_after(None, j.first_gseq(sorted(self.runs)), exclude_runs=sorted(mine)):
+                if b.run_id not in found:
+                    try:
+                        found[b.run_id] = j.find_run(b.run_id)
+                    except UsageError:  # pruned meanwhile
+                        found[b.run_id] = None
+                b_run = found[b.run_id]
+                by_key.setdefault(resource_key(b_run, self.load(b.verify_ref)), []).append((b, b_run))
+            self._by_key = by_key
+        return self._by_key
+
+    def after(self, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
+        """Writes of other sessions to ``a``'s resource (as :func:`same_resource` tells it) made
+        after ``a``, still in effect, with their runs; oldest first.
+
+        Raises:
+            JournalError: the journal cannot be read.
+        """
+        run = self.runs.get(a.run_id)
+        by_key = self._index()
+        if run is None or not by_key:
+            return []
+        key = resource_key(run, self.load(a.verify_ref))
+        pool = (by_key.get(key, []) + by_key.get(None, [])) if key is not None else [x for v in by_key.values() for x in v]
+        later = [(b, r) for b, r in pool if (b.gseq or 0) > (a.gseq or 0)]
+        if not later:
+            return []
+        same = same_resource(self.j, run, a)
+        return sorted(((b, r) for b, r in later if same(r, b)), key=lambda x: x[0].gseq or 0)
+
+    @staticmethod
+    def names(found: list[tuple[ActionRow, RunRow | None]]) -> str:
+        """:meth:`after`'s writes as a report names them: id, tool, session, approver."""
+        return ", ".join(f"{b.id[:8]} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
+                         + (f" (approved by {b.decided_by})" if b.decided_by else "") for b, r in found)
+
+
 
 
 def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPool | None = None,
@@ -698,11 +757,7 @@ class _Walk:
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
-        # other sessions' writes after the target's first one, per server (foreign_after)
-        self._foreign: dict[str, dict[str | None, list[tuple[ActionRow, RunRow | None]]]] | None = None
-        self._foreign_runs: dict[str, RunRow | None] = {}
-        self._mine: set[str] = set()
-        self._floor = 0
+        self.others = OtherSessions(j, runs, self.load)  # other sessions' later writes (foreign_after)
         # (action, its drift read, when it was sent: time.monotonic()) sent by preclaim
         self.ahead: tuple[str, Callable[[], ReadOutcome], float] | None = None
 
@@ -1044,7 +1099,7 @@ class _Walk:
                 # what --force --yes would remove: listed as an overwrite, as drift is (a new
                 # user's round 17, #2: the preview said "nothing has drifted")
                 self.plan(a, sim_key, before, inverse, verify)
-                return Step(a.seq, a.id, q, "overwrite", f"written since by another session ({_foreign_names(foreign)}); "
+                return Step(a.seq, a.id, q, "overwrite", f"written since by another session ({OtherSessions.names(foreign)}); "
                             "--force --yes would overwrite it, removing what those calls did",
                             detail="reverting this call also removes what the other session's calls did", calls=inverse, expected=post,
                             actual=obs, replanned=replanned, check=check, verified=before is not None)
@@ -1053,7 +1108,7 @@ class _Walk:
                 # value): reverting would undo that session's work unnamed (review 17, F4)
                 if claimed and not preview:
                     j.set_action_status(a.id, a.status, expect=("rolling_back",))
-                names = _foreign_names(foreign)
+                names = OtherSessions.names(foreign)
                 return Step(a.seq, a.id, q, "halt", "another session wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
                                 f"written after it by another session: {names}. Reverting this call would undo that "
@@ -1160,39 +1215,8 @@ class _Walk:
                 f"(--force --yes) also removes what {did} did")
 
     def foreign_after(self, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
-        """Writes of other sessions to ``a``'s resource after it, still in effect, with their
-        runs (the same resource as :func:`same_resource` tells it; one query per server per walk: the
-        writes after the target's first one, in runs outside the target's sessions)."""
-        if self._foreign is None:
-            self._foreign = {}
-            sessions = {r.session_id for r in self.runs.values() if r.session_id}
-            self._mine = {rid for sid in sessions for rid in (r.id for r in self.j.session_runs(sid))} | set(self.runs)
-            self._floor = self.j.first_gseq(sorted(self.runs))
-        if a.server not in self._foreign:
-            # keyed once per walk (a write with a read by its resource key, else under None),
-            # so each step compares with the writes of its own resource, not every later one
-            # (adversarial review 18, F5: 400 steps against 4,000 foreign writes took 17 s)
-            by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] = {}
-            for b in self.j.writes_after(a.server, self._floor, exclude_runs=sorted(self._mine)):
-                if b.run_id not in self._foreign_runs:
-                    try:
-                        self._foreign_runs[b.run_id] = self.j.find_run(b.run_id)
-                    except UsageError:  # pruned meanwhile
-                        self._foreign_runs[b.run_id] = None
-                b_run = self._foreign_runs[b.run_id]
-                by_key.setdefault(resource_key(b_run, self.load(b.verify_ref)), []).append((b, b_run))
-            self._foreign[a.server] = by_key
-        run = self.runs.get(a.run_id)
-        by_key = self._foreign[a.server]
-        if run is None or not by_key:
-            return []
-        key = resource_key(run, self.load(a.verify_ref))
-        pool = (by_key.get(key, []) + by_key.get(None, [])) if key is not None else [x for v in by_key.values() for x in v]
-        later = [(b, r) for b, r in pool if (b.gseq or 0) > (a.gseq or 0)]
-        if not later:
-            return []
-        same = same_resource(self.j, run, a)
-        return sorted(((b, r) for b, r in later if same(r, b)), key=lambda x: x[0].gseq or 0)
+        """:meth:`OtherSessions.after` for this walk."""
+        return self.others.after(a)
 
     def elsewhere_note(self, a: ActionRow) -> str:
         """A detail line naming what other sessions wrote to ``a``'s resource after it
@@ -1203,7 +1227,7 @@ class _Walk:
             return ""
         if not found:
             return ""
-        names = _foreign_names(found)
+        names = OtherSessions.names(found)
         did = "that call" if len(found) == 1 else "those calls"
         return (f"\n  changed after it by another session: {names}; overwriting it (--force --yes) also removes "
                 f"what {did} did")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import RawSession, cli, kv_proxy, open_journal
+from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
 
 
 def test_undo_halts_when_another_session_wrote_the_resource_back_to_the_same_value(tmp_path):
@@ -32,3 +32,48 @@ def test_undo_halts_when_another_session_wrote_the_resource_back_to_the_same_val
     assert json.loads(state.read_text())["k0"] == "A"
     forced = cli("undo", "sa", "--force", "--yes", *flags)
     assert forced.returncode == 0 and json.loads(state.read_text())["k0"] == "v0", forced.stdout + forced.stderr
+
+
+# the kv server under a second name: another client's entry for the same command line
+TWO_NAMES = FAKE_POLICY.replace("  kv: {}\n", "  kv: {}\n  kv2: {}\n") + FAKE_POLICY.split("tools:\n", 1)[1].replace("kv.", "kv2.")
+
+
+def _sessions(argv_of, writes) -> None:
+    for name, server, values in writes:
+        with RawSession(argv_of(server), env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
+            s.handshake()
+            for n, v in enumerate(values, 1):
+                assert not s.call(n, "put", {"key": "k0", "value": v}).get("isError")
+
+
+def test_another_sessions_write_through_another_name_for_the_same_server_halts_the_undo(tmp_path):
+    # adversarial review 18, F1: sc reached the very same server as kv2, and the halt missed it
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=TWO_NAMES)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    at = argv.index("--server") + 1
+    _sessions(lambda server: [*argv[:at], server, *argv[at + 1:]], [("sa", "kv", ["A"]), ("sc", "kv2", ["C", "A"])])
+    with open_journal(journal) as j:
+        assert {a.server for r in j.list_runs() for a in j.actions(r.id)} == {"kv", "kv2"}
+    halted = cli("undo", "sa", *flags)
+    assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
+    assert "kv2.put" in halted.stdout
+    assert json.loads(state.read_text())["k0"] == "A"
+
+
+def test_redo_halts_when_another_session_wrote_the_undone_resource_back_to_the_same_value(tmp_path):
+    # adversarial review 18, F2: after sa was undone (k0 = v0), sc wrote C and then v0 again; a
+    # redo found "state is as the undo left it" and overwrote sc's write unnamed
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _sessions(lambda _server: argv, [("sa", "kv", ["A"])])
+    assert cli("undo", "sa", *flags).returncode == 0
+    _sessions(lambda _server: argv, [("sc", "kv", ["C", "v0"])])
+    halted = cli("redo", "sa", *flags)
+    assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
+    assert "of session s-" in halted.stdout
+    assert json.loads(state.read_text())["k0"] == "v0"
+    preview = cli("redo", "sa", "--force", *flags)
+    assert preview.returncode == 1 and "of session s-" in preview.stdout, preview.stdout + preview.stderr
+    assert json.loads(state.read_text())["k0"] == "v0"
+    forced = cli("redo", "sa", "--force", "--yes", *flags)
+    assert forced.returncode == 0 and json.loads(state.read_text())["k0"] == "A", forced.stdout + forced.stderr
