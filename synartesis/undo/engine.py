@@ -304,9 +304,9 @@ def launch_cause(pool: ServerPool, run_id: str, server: str, detail: str) -> tup
 def resource_key(run: RunRow | None, read: dict | None) -> str | None:
     """What a read reads, as one string: the server as its run launched it plus the canonical
     call (issue 10 item 6). Two runs that started a server the same way share resources, under
-    whatever name each client gave it (adversarial review 18, F1: Claude Code's ``files`` and
-    Cursor's ``fs``, one command line, one folder); the server's name stands in only when its
-    run recorded no launch line."""
+    whatever name each entry gave it (adversarial review 18, F1: ``kv`` and ``kv2``, one command
+    line and working folder); the server's name stands in only when its run recorded no launch
+    line."""
     if read is None:
         return None
     launch = (run.servers.get(read.get("server")) if run is not None else None) or {}
