@@ -158,6 +158,36 @@ def test_a_call_that_is_not_json_rpc_2_is_answered_at_once_and_never_sent(tmp_pa
     assert not (root / "a.txt").exists()
 
 
+def test_a_frame_that_repeats_a_member_name_is_refused_under_its_id_and_never_sent(tmp_path, fs_server):
+    """Adversarial review 18, F4: a tools/call with two ``arguments`` (or two ``content``)
+    members was journalled as Python read it (the last one wins) and forwarded as it came, so a
+    server that keeps the first would have run another call than the one journalled and gated.
+    Such a frame is refused at once, under its id, and nothing of it is journalled or sent."""
+    root, argv = files_proxy(tmp_path, fs_server)
+    target = str(root / "a.txt")
+    frames = [
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":'
+        '{"path":"%s","content":"x"},"arguments":{"path":"%s","content":"y"}}}' % (target, target),
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":'
+        '{"path":"%s","content":"x","content":"y"}}}' % target,
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_text_file","name":"write_file",'
+        '"arguments":{"path":"%s","content":"y"}}}' % target,
+    ]
+    with RawSession(argv) as s:
+        s.handshake()
+        for n, text in enumerate(frames, 1):
+            s.send(text.encode("utf-8"))
+            reply = json.loads(s.read_line(timeout=10))
+            assert reply["id"] == n and reply["error"]["code"] == -32700, reply
+            assert "repeats a name" in reply["error"]["message"]
+        assert s.request(9, "ping", timeout=10)["result"] == {}
+        s.close()
+    assert not (root / "a.txt").exists()
+    if (tmp_path / "j.db").exists():  # the journal opens at the first call it records
+        with open_journal(tmp_path / "j.db") as j:
+            assert [a for r in j.list_runs() for a in j.actions(r.id)] == []
+
+
 def test_a_batch_with_an_element_that_is_not_an_object_is_refused_and_never_sent(tmp_path):
     """Adversarial review 17, F6: `[]`, `[ ]` and `[[{tools/call}]]` were forwarded raw and never
     answered: a tools/call nested in an array reached the server unjournalled, and a real server
