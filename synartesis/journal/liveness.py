@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 
 __all__ = ["start_token", "pid_alive", "process_state", "ClientProcess", "client_process", "host_name",
-           "env_given_by_client"]
+           "env_given_by_client", "group_alive", "marked_process"]
 
 # Launchers between a client and the proxy that say nothing about which agent it is: the
 # session is the process above them.
@@ -166,6 +166,36 @@ def group_alive(pid: int, token: str | None, host: str | None = None) -> bool:
     except (ProcessLookupError, PermissionError, OSError, AttributeError):
         return False
     return True
+
+
+def marked_process(name: str, mark: str, host: str | None = None) -> int | None:
+    """The pid of a live process whose environment has ``name=mark`` (the variable every server
+    the proxy starts gets: :data:`synartesis.proxy.spawn.MARK_VAR`), else None. A server's child
+    that left its process group (``setsid``, a daemon's double fork) still carries it, since a
+    process's ``/proc/<pid>/environ`` is the environment it was started with (adversarial review
+    18, F3: a detached child went on writing after the group check said the server was gone).
+
+    Linux only, and only this user's processes are readable (a server that changed user or
+    cleared its environment is not found); None on another host or elsewhere. Reads every
+    process's ``/proc/<pid>/environ``: a few milliseconds, asked only for an undo's unknown
+    outcome."""
+    if (host is not None and host != host_name()) or not os.path.isdir("/proc/self"):
+        return None
+    needle = f"{name}={mark}".encode()
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in env.split(b"\0"):
+            found = _proc_stat(int(entry))
+            if found is not None and found[1][:1] not in (["Z"], ["X"]):
+                return int(entry)
+    return None
 
 
 def _group_member(entry: str, pgid: int) -> bool:

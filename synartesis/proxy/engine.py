@@ -73,8 +73,9 @@ DEFAULT_CALL_TIMEOUT = 600.0
 
 
 def server_process(upstream: Any) -> dict:
-    """``{"pid", "started"}`` of a server on pipes (its pid and start token,
-    :func:`synartesis.journal.liveness.start_token`), recorded in the run's launch line: an
+    """``{"pid", "started"[, "mark"]}`` of a server on pipes (its pid, start token,
+    :func:`synartesis.journal.liveness.start_token`, and the value of
+    :data:`synartesis.proxy.spawn.MARK_VAR` in its environment), recorded in the run's launch line: an
     undo must not settle a call of unknown outcome by a read while the server that received it
     still runs, since it may still carry it out (its proxy killed, it went on: adversarial
     review 16, F1). ``{}`` for an upstream with no process of ours (a remote server)."""
@@ -82,7 +83,11 @@ def server_process(upstream: Any) -> dict:
     if not isinstance(pid, int) or isinstance(pid, bool):
         return {}
     from synartesis.journal.liveness import start_token
-    return {"pid": pid, "started": start_token(pid)}
+    line = {"pid": pid, "started": start_token(pid)}
+    mark = getattr(upstream, "mark", None)
+    if isinstance(mark, str):
+        line["mark"] = mark  # what it and all it starts find in their environment (spawn.MARK_VAR)
+    return line
 
 
 def batch_refusal(batch: list, why: str | None = None) -> list | None:

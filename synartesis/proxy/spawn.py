@@ -17,7 +17,21 @@ if TYPE_CHECKING:
 
 from synartesis.errors import UpstreamError
 
-__all__ = ["SpawnedServer", "popen_server", "resolve_command", "spawn_server"]
+__all__ = ["MARK_VAR", "SpawnedServer", "popen_server", "resolve_command", "spawn_server"]
+
+#: The variable every server we start finds in its environment, with a value of its own (the
+#: run's launch line records it): whatever it starts, in its process group or out of it
+#: (``setsid``, a daemon), inherits it, so undo can tell the server or a child of it still runs
+#: (:func:`synartesis.journal.liveness.marked_process`; adversarial review 18, F3).
+MARK_VAR = "SYNARTESIS_SERVER_MARK"
+
+
+def _marked(env: Mapping[str, str]) -> tuple[dict, str]:
+    """(``env`` with :data:`MARK_VAR` set to a new random value, that value)."""
+    mark = os.urandom(8).hex()
+    out = dict(env)
+    out[MARK_VAR] = mark
+    return out, mark
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -50,8 +64,9 @@ class SpawnedServer:
 
     stderr = None
 
-    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int) -> None:
+    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int, mark: str | None = None) -> None:
         self.pid = pid
+        self.mark = mark  # its MARK_VAR value
         self.stdin = open(stdin_fd, "wb", buffering=0)  # noqa: SIM115 - owned by this object
         self.stdout = open(stdout_fd, "rb", buffering=0)  # noqa: SIM115
         self.returncode: int | None = None
@@ -95,8 +110,8 @@ class SpawnedServer:
 
 def spawn_server(command: str, args: list[str]) -> Any:
     """Start a server for the proxy as early and as cheaply as possible: ``os.posix_spawn`` with
-    pipes on stdin and stdout, our stderr, our whole environment and working directory, a session
-    of its own, and SIGPIPE back to its default. Elsewhere (Windows), :func:`popen_server`.
+    pipes on stdin and stdout, our stderr, our whole environment (plus :data:`MARK_VAR`) and working
+    directory, a session of its own, and SIGPIPE back to its default. Elsewhere (Windows), :func:`popen_server`.
 
     Raises:
         UpstreamError: the executable could not be started.
@@ -105,10 +120,11 @@ def spawn_server(command: str, args: list[str]) -> Any:
         return popen_server(command, args, capture_stderr=False)
     import signal
     exe = resolve_command(command)
+    env, mark = _marked(os.environ)
     r_in, w_in = os.pipe()
     r_out, w_out = os.pipe()
     try:
-        pid = os.posix_spawn(exe, [exe, *args], os.environ,
+        pid = os.posix_spawn(exe, [exe, *args], env,
                              file_actions=[(os.POSIX_SPAWN_DUP2, r_in, 0), (os.POSIX_SPAWN_DUP2, w_out, 1)],
                              setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
     except (OSError, ValueError) as exc:
@@ -117,13 +133,15 @@ def spawn_server(command: str, args: list[str]) -> Any:
         raise UpstreamError(f"could not start {command}: {exc}") from exc
     os.close(r_in)
     os.close(w_out)
-    return SpawnedServer(pid, w_in, r_out)
+    return SpawnedServer(pid, w_in, r_out, mark)
 
 
 def popen_server(command: str, args: list[str], *, env: Mapping[str, str] | None = None,
                  cwd: str | None = None, capture_stderr: bool = True,
                  die_with_parent: bool = False) -> Any:
-    """Start a server process with pipes on stdin/stdout (synchronous; no event loop needed).
+    """Start a server process with pipes on stdin/stdout (synchronous; no event loop needed);
+    its environment is ``env`` (default ours) plus :data:`MARK_VAR`, whose value the returned
+    Popen carries as ``mark``.
 
     The proxy calls this before it imports or loads anything else, so the server's own start-up
     (hundreds of milliseconds for ``node``/``npx``) overlaps ours.
@@ -134,7 +152,7 @@ def popen_server(command: str, args: list[str], *, env: Mapping[str, str] | None
         UpstreamError: the executable could not be started.
     """
     import subprocess
-    full_env = dict(os.environ if env is None else env)
+    full_env, mark = _marked(os.environ if env is None else env)
     exe = resolve_command(command, full_env)
     kwargs: dict[str, Any] = {}
     if os.name == "posix":
@@ -144,10 +162,12 @@ def popen_server(command: str, args: list[str], *, env: Mapping[str, str] | None
     else:  # pragma: no cover - Windows
         kwargs["creationflags"] = 0x08000000 | 0x00000200  # CREATE_NO_WINDOW | NEW_PROCESS_GROUP
     try:
-        return subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE if capture_stderr else None, env=full_env, cwd=cwd,
-                                bufsize=0, **kwargs)
+        popen = subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE if capture_stderr else None, env=full_env, cwd=cwd,
+                                 bufsize=0, **kwargs)
     except (OSError, ValueError) as exc:
         raise UpstreamError(f"could not start {command}: {exc}") from exc
+    popen.mark = mark  # type: ignore[attr-defined]  # its MARK_VAR value, as SpawnedServer.mark
+    return popen
 
 

@@ -121,6 +121,11 @@ class StdioUpstream:
     def pid(self) -> int:
         return self.popen.pid
 
+    @property
+    def mark(self) -> str | None:
+        """The server's :data:`synartesis.proxy.spawn.MARK_VAR` value (None: not started by us)."""
+        return getattr(self.popen, "mark", None)
+
     # -- reading -----------------------------------------------------------------------
     def start(self, on_message: MessageHandler, on_close: CloseHandler) -> None:
         """Start the reader thread(s); see :meth:`synartesis.proxy.transport.Upstream.start`."""

@@ -38,6 +38,7 @@ from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError, resolve_template
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.proxy.pipeline import resolve_call
+from synartesis.proxy.spawn import MARK_VAR
 from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, SpawnedServers, Stop
 from synartesis.undo.targets import Target, pick_session, resolve_target
@@ -917,12 +918,16 @@ class _Walk:
         if a.status in ("pending", "unknown"):
             running = None if opts.force else self.server_still_running(a)
             if running is not None:
-                return Step(a.seq, a.id, q, "halt", f"the server that received this call is still running (pid {running}) "
-                            "and may still carry it out", detail=(
+                pid, group = running
+                who = (f"the server that received this call is still running (pid {pid})" if group else
+                       f"a process the server that received this call started is still running (pid {pid}, outside "
+                       "the server's process group)")
+                stop = (f"stop it and what it started (kill -- -{pid}, its process group)" if group else
+                        f"stop it (kill {pid})")
+                return Step(a.seq, a.id, q, "halt", f"{who} and may still carry it out", detail=(
                                 f"{a.note or 'outcome unknown'}\nIts proxy is gone, so nothing will say when the server "
-                                f"finishes. Wait for it to exit, or stop it and what it started (kill -- -{running}, its "
-                                "process group), then run undo again; `undo --force` steps over this action (leaving "
-                                "whatever it did) and undoes the older ones."))
+                                f"finishes. Wait for it to exit, or {stop}, then run undo again; `undo --force` steps "
+                                "over this action (leaving whatever it did) and undoes the older ones."))
             if self.settled_by_read(a):  # --force steps over only what the read cannot settle
                 return None  # settled by a read of the resource (Walk.one, _unknown_plan)
             if opts.force:
@@ -938,9 +943,11 @@ class _Walk:
                         + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
         return None
 
-    def server_still_running(self, a: ActionRow) -> int | None:
-        """The pid of the server that received ``a`` when it still runs though its run's proxy
-        is gone (the run's launch line records the server's pid and start token), else None.
+    def server_still_running(self, a: ActionRow) -> tuple[int, bool] | None:
+        """(pid, True) when the server that received ``a`` or its process group still runs
+        though its run's proxy is gone (the run's launch line records the server's pid and start
+        token); (pid, False) when only a process it started outside its group does (found by the
+        launch line's ``mark``: :func:`~synartesis.journal.liveness.marked_process`); else None.
         A read cannot settle such a call: the server may still be carrying it out (adversarial
         review 16, F1: a proxy killed mid-write, its server went on and applied the write after
         an undo had read the file unchanged and called the call reverted)."""
@@ -948,9 +955,13 @@ class _Walk:
         line = run.servers.get(a.server) if run is not None and isinstance(run.servers, dict) else None
         if run is None or run.live or not isinstance(line, dict) or not isinstance(line.get("pid"), int):
             return None
-        from synartesis.journal.liveness import group_alive
+        from synartesis.journal.liveness import group_alive, marked_process
         token = line.get("started") if isinstance(line.get("started"), str) else None
-        return line["pid"] if group_alive(line["pid"], token, run.host) else None
+        if group_alive(line["pid"], token, run.host):
+            return line["pid"], True
+        mark = line.get("mark")
+        found = marked_process(MARK_VAR, mark, run.host) if isinstance(mark, str) and mark else None
+        return (found, False) if found is not None else None
 
     def one(self, a: ActionRow) -> Step:
         decided = self.status_step(a)

@@ -92,3 +92,58 @@ def test_a_server_behind_a_launcher_is_waited_for_as_its_process_group(tmp_path)
     done = cli("undo", *flags)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
+
+
+def test_a_server_that_left_its_process_group_is_found_by_its_mark(tmp_path):
+    """Adversarial review 18, F3: the server ran in a session of its own (``setsid``, as a daemon
+    would put its worker), so killing the proxy's process group as advised left it running, and
+    the next undo settled the call before the write landed. Every server the proxy starts gets
+    SYNARTESIS_SERVER_MARK in its environment, recorded in the run's launch line; undo halts
+    while any process carrying it runs, names it, and finishes once it has exited."""
+    from helpers import FAKE_SERVER, proxy_argv
+    manifest, journal, state, _ = kv_proxy(tmp_path, policy=DECLARED)
+    wrapper = tmp_path / "launch.sh"
+    wrapper.write_text("#!/bin/sh\nexec setsid -w " + " ".join(FAKE_SERVER) + ' "$@"\n')
+    argv = proxy_argv("kv", manifest, journal, ["/bin/sh", str(wrapper), "--state", str(state)])
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    with RawSession(argv) as s:
+        leader = _kill_proxy_mid_slow_put(s, journal)
+        with open_journal(journal) as j:
+            [run] = j.list_runs()
+        mark = run.servers["kv"]["mark"]
+        assert mark and mark not in json.dumps(dict(os.environ))
+        os.killpg(leader, signal.SIGKILL)  # the group, as the advice says: the server is not in it
+        deadline = time.monotonic() + 10
+        while _alive(leader) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server = [int(p) for p in os.listdir("/proc") if p.isdigit() and _environ_has(int(p), mark)]
+        assert server, "the detached server should still run"
+        try:
+            halted = cli("undo", *flags)
+            assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
+            assert halted.returncode == 1, halted.stdout + halted.stderr
+            assert f"pid {server[0]}, outside the server's process group" in halted.stdout, halted.stdout
+            assert f"kill {server[0]}" in halted.stdout
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and json.loads(state.read_text()).get("k1") != "x":
+                time.sleep(0.1)
+        finally:
+            for pid in server:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in server) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    done = cli("undo", *flags)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
+
+
+def _environ_has(pid: int, mark: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"SYNARTESIS_SERVER_MARK={mark}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
