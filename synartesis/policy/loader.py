@@ -331,6 +331,10 @@ def _server(loc: _Located, name: str, spec: Any) -> ServerSpec:
 def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Rule:
     path = ("tools", i)
     raw = _expect_map(loc, raw, path, f"tools[{i}]")
+    for key in ("on_absent", "absent_when", "unordered", "refuse_when"):
+        if key in raw and key not in _RULE_KEYS:  # a read's key one level too high
+            raise loc.error(path + (key, "<key>"), f"{key} belongs on a read: the rule's snapshot "
+                            f"(snapshot: {{tool: …, {key}: …}}), not on the rule itself")
     _check_keys(loc, raw, _RULE_KEYS, path, f"tools[{i}]")
     if "match" not in raw:
         raise loc.error(path, f"tools[{i}] needs match: \"server.tool\"")
@@ -365,8 +369,11 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
     if note is not None and not isinstance(note, str):
         raise loc.error(path + ("note",), "note must be a string")
     hold_reason = raw.get("hold_reason")
-    if hold_reason is not None and (not isinstance(hold_reason, str) or not hold_reason.strip()):
+    if hold_reason is not None and (not isinstance(hold_reason, str) or not hold_reason.strip().rstrip(".").strip()):
         raise loc.error(path + ("hold_reason",), "hold_reason must be a sentence saying why the call is held")
+    if hold_reason is not None and cls == "readonly" and gate == "never":
+        raise loc.error(path + ("hold_reason",), "hold_reason says why a call is held, and this rule holds none "
+                        "(readonly, gate: never); drop it, or set gate: always")
 
     snapshot = _call(loc, raw["snapshot"], path + ("snapshot",), servers, allowed={"args"},
                      reads=True, snapshot=True) if "snapshot" in raw else None
@@ -415,7 +422,8 @@ def _rule(loc: _Located, i: int, raw: Any, servers: dict[str, ServerSpec]) -> Ru
         post_state = _post_state(loc, raw["post_state"], path + ("post_state",), snapshot, verify)
     return Rule(match=match, cls=cls, gate=gate, snapshot=snapshot, inverse=inverse, verify=verify,
                 when=when, sql_arg=sql_arg, note=note, index=i, post_state=post_state, settle=settle,
-                hold_reason=hold_reason.strip() if hold_reason else None)
+                # "…, because {hold_reason}. It was not sent.": a closing full stop would double
+                hold_reason=hold_reason.strip().rstrip(".").rstrip() if hold_reason else None)
 
 
 def _post_state(loc: _Located, value: Any, path: tuple, snapshot: CallTemplate | None,

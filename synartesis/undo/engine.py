@@ -460,8 +460,9 @@ class OtherSessions:
 
     @staticmethod
     def names(found: list[tuple[ActionRow, RunRow | None]]) -> str:
-        """:meth:`after`'s writes as a report names them: id, tool, session, approver."""
-        return ", ".join(f"{b.id[:8]} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
+        """:meth:`after`'s writes as a report names them: run:seq (as ``show`` lists them), tool,
+        session, approver."""
+        return ", ".join(f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {r.session_id[:10]}" if r is not None and r.session_id else "")
                          + (f" (approved by {b.decided_by})" if b.decided_by else "") for b, r in found)
 
 

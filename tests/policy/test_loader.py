@@ -74,6 +74,10 @@ CASES = [
      "    inverse: {tool: fs.b}\n", 9, 39, "unordered must be true or false"),
     ("hold_reason not a string", HEAD + "  - match: fs.a\n    class: irreversible\n    hold_reason: 3\n", 9, 18,
      "hold_reason must be a sentence"),
+    ("hold_reason on a rule that holds nothing", HEAD + "  - match: fs.a\n    class: readonly\n    hold_reason: x\n", 9, 18,
+     "this rule holds none"),
+    ("on_absent on the rule", HEAD + "  - match: fs.a\n    class: reversible\n    on_absent: send\n"
+     "    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n", 9, 5, "on_absent belongs on a read: the rule's snapshot"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
      10, 13, "verify is for compensable tools"),
     ("verify with snapshot", HEAD + "  - match: fs.a\n    class: compensable\n    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n"
@@ -192,3 +196,10 @@ def test_production_patterns_are_globs_or_words_and_cover_the_server_and_every_a
     assert pol.production_match({"deep": [{"x": "api.corp.example"}]}) == "*.corp.example"
     none = parse_policy("version: 1\nservers: {fs: {}}\nproduction_patterns: []\n")
     assert none.production_patterns == () and none.production_hits("prod", {"a": "live"}) == []
+
+
+def test_hold_reason_loses_a_closing_full_stop_the_held_text_adds():
+    # new user round 17: "…, because it prints the environment.. It was not sent."
+    text = HEAD + "  - match: fs.a\n    class: irreversible\n    hold_reason: it prints the environment. \n"
+    [rule] = [r for r in parse_policy(text, "p.yaml").rules if r.match == "fs.a"]
+    assert rule.hold_reason == "it prints the environment"
