@@ -245,6 +245,14 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             elif h.reason.startswith("outcome unknown"):
                 # no "way the run left it" is known here: offer what can be done (adversarial review 10)
                 _unknown_ways(out, report, h, shown(tid), redo)
+            elif h.reason not in _DRIFT_HALTS:
+                # the lines above say what stopped it and the way on (a server still running,
+                # another session's write, a read that failed): the drift menu fits none of
+                # them (a new user's round 17, #3: "put the resource back" after a live server)
+                verb = "redo" if redo else "undo"
+                out.print(f"\n  Nothing {'after this was re-sent' if redo else 'older than this was touched'}"
+                          + ("" if not report.sent else " (a call was sent; see above)")
+                          + f". Once what stopped it (above) is dealt with, run `synartesis {verb} {shown(tid)}` again.")
             elif redo:
                 out.print("\n  Nothing after this was re-sent. Three ways on:")
                 out.print("    1. leave it as it is" + (" (what was redone stays redone);" if report.changed else " (nothing was sent);"))
@@ -289,6 +297,12 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         checked = f" ({later} of them if no drift is found when the real {report.kind} reads it)" if later else ""
         out.print(f"\n  {n} would be {'redone' if redo else 'reverted'}{checked} · nothing was sent")
     out.print(f"\n  [bold]R E S U L T[/]  {result_line(report)}\n")
+
+
+#: halts whose resource is readable and not as expected: the three ways on (leave it, put it
+#: back and run again, --force) fit them
+_DRIFT_HALTS = frozenset({"drift detected", "halted here on an earlier attempt",
+                          "the inverse did not restore the captured state"})
 
 
 def _unknown_ways(out: _Report, report: UndoReport, h, tid: str, redo: bool) -> None:

@@ -26,6 +26,8 @@ def test_undo_halts_while_the_server_that_received_the_call_still_runs(tmp_path)
         assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
         assert halted.returncode == 1, halted.stdout + halted.stderr
         assert f"still running (pid {server_pid})" in halted.stdout, halted.stdout
+        # its own way on, not the drift menu (new user 17, #3: "put the resource back the way the run left it")
+        assert "Three ways on" not in halted.stdout and "Once what stopped it (above) is dealt with" in halted.stdout
         assert json.loads(state.read_text()) == {"k0": "agent", "k1": "v1"}  # nothing was undone
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (json.loads(state.read_text()).get("k1") != "x" or _alive(server_pid)):
