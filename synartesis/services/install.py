@@ -1253,16 +1253,16 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 fp.drop.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, st, why,
                                               r.get("policy_key"), r.get("project")))
-        # an entry that runs through synartesis under a name no record of this file has (the
-        # client renamed or copied a wrapped entry) is not restored: say so (review 17, F5)
+        # an entry that runs through synartesis where no record of this file has it (the client
+        # renamed, copied or moved a wrapped entry to another scope) is not restored: say so
+        # (review 17, F5; review 18, F6: one moved to a project's scope kept its name)
         recorded = {(r.get("scope", ""), r.get("project"), r.get("name", "")) for r in recs}
         for e in found.view.entries:
-            if (e.kind == "stdio" and is_ours(e.command, e.args)
-                    and (e.scope, e.project, e.name) not in recorded and e.name not in {r.get("name") for r in recs}):
+            if e.kind == "stdio" and is_ours(e.command, e.args) and (e.scope, e.project, e.name) not in recorded:
                 fp.entries.append(EntryReport(desc.id, str(path), e.scope, e.name, "edited",
-                                              "runs through synartesis but is not in the install record (renamed or "
-                                              "copied since install?); left as it is: edit it back by hand",
-                                              ours_server(e.args), e.project))
+                                              "runs through synartesis but is not in the install record (renamed, "
+                                              "copied or moved to another scope since install?); left as it is: "
+                                              "edit it back by hand", ours_server(e.args), e.project))
         if changes:
             try:
                 rendered = adapter.render(found.view, changes)

@@ -224,3 +224,21 @@ def test_uninstall_exits_1_when_the_client_renamed_a_wrapped_entry(fake_home, tm
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 1, p.stdout + p.stderr
     assert f"{name}-renamed" in p.stdout.splitlines()[-1] and "not in the install record" in p.stdout, p.stdout
+
+
+def test_uninstall_exits_1_when_a_wrapped_entry_was_moved_to_another_scope(fake_home, tmp_path):
+    """Adversarial review 18, F6: a wrapped user-scope entry of Claude Code was moved into a
+    project's scope; uninstall said "removed since install; not brought back" and exited 0,
+    while the moved entry still ran through synartesis (its name is the record's, so it was not
+    taken for a renamed one)."""
+    project = str(tmp_path / "proj")
+    cfg = place(fake_home, "claude-code", json.dumps(
+        {"mcpServers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}},
+         "projects": {project: {"mcpServers": {}}}}, indent=2))
+    assert run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path)).returncode == 0
+    doc = json.loads(cfg.read_text())
+    doc["projects"][project]["mcpServers"]["files"] = doc["mcpServers"].pop("files")
+    cfg.write_text(json.dumps(doc, indent=2))
+    p = run(tmp_path, "uninstall", "--yes")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "files" in p.stdout.splitlines()[-1] and "not in the install record" in p.stdout, p.stdout
