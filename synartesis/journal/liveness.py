@@ -181,17 +181,12 @@ def marked_process(name: str, mark: str, host: str | None = None) -> int | None:
     outcome."""
     if (host is not None and host != host_name()) or not os.path.isdir("/proc/self"):
         return None
-    needle = f"{name}={mark}".encode()
     me = os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                env = f.read()
-        except OSError:  # gone, or another user's
-            continue
-        if needle in env.split(b"\0"):
+        env = _environ_of(int(entry))  # None: gone, or another user's
+        if env is not None and env.get(name) == mark:
             found = _proc_stat(int(entry))
             if found is not None and found[1][:1] not in (["Z"], ["X"]):
                 return int(entry)
