@@ -234,12 +234,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
             if h.cause == "launch":
                 # a launch refusal names its own way on (set the variable, fix the entry); the
                 # drift menu would send the user to --force (adversarial review 8, round 7)
-                if redo:
-                    again = f"`synartesis redo {shown(tid)}` again"
-                elif h.reason.startswith("could not read"):  # recorded as a halt: --replan checks it again
-                    again = f"`synartesis undo {shown(tid)} --replan` (it checks this step again)"
-                else:
-                    again = f"`synartesis undo {shown(tid)}` again"
+                again = f"`synartesis {'redo' if redo else 'undo'} {shown(tid)}` again"
                 out.print(f"\n  Nothing {'after this was re-sent' if redo else 'older than this was touched'}: the server "
                           f"was not started, for the reason above. Do what it says, then run {again}.")
             elif h.reason.startswith("outcome unknown"):

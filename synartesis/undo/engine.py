@@ -252,6 +252,18 @@ class _Loads:
             return value
 
 
+_READ_FAILED = "could not read current state to check for drift"
+
+
+def _sticky_halt(a: ActionRow) -> bool:
+    """Does an earlier undo's halt on ``a`` stand until ``--replan`` (or ``--force``)? A halt on
+    what the read showed (drift, an inverse that did not restore) does: the world must be looked
+    at. One on a read that failed (the server did not start, a variable was missing) does not:
+    the next undo reads again (a new user's round 17, #4: fixed, it still said "halted here on an
+    earlier attempt")."""
+    return a.status == "unrecoverable" and bool(a.inverse_ref) and not (a.note or "").startswith(_READ_FAILED)
+
+
 def _order(a: ActionRow) -> tuple[int, int]:
     """An action's place in the journal (journal-wide order, then its seq)."""
     return (a.gseq or 0, a.seq)
@@ -523,7 +535,7 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
             inv, _ = _unknown_plan(j, a, opts.policy, load(a.snapshot_ref) if a.prior == "captured" else None)
             needed.update((a.run_id, c["server"]) for c in inv or [])
             continue
-        if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
+        if _sticky_halt(a) and not (opts.replan or opts.force):
             break
         for call in (load(a.inverse_ref) or []):
             needed.add((a.run_id, call["server"]))
@@ -938,7 +950,7 @@ class _Walk:
             return Step(a.seq, a.id, q, "halt", _unknown_why(a) + ", so whether it applied cannot be determined",
                         detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
                         "action (leaving whatever it did) and undoes the older ones.")
-        if a.status == "unrecoverable" and a.inverse_ref and not (opts.replan or opts.force):
+        if _sticky_halt(a) and not (opts.replan or opts.force):
             return Step(a.seq, a.id, q, "halt", "halted here on an earlier attempt",
                         detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")
                         + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
@@ -1064,7 +1076,7 @@ class _Walk:
                     return Step(a.seq, a.id, q, "halt", _STOPPED)
                 if obs is None:
                     if not preview:
-                        j.set_action_status(a.id, "unrecoverable", note=f"could not read current state to check for drift: {current.reason}")
+                        j.set_action_status(a.id, "unrecoverable", note=f"{_READ_FAILED}: {current.reason}")
                     cause, why = launch_cause(self.pool, a.run_id, verify["server"], current.reason)
                     return Step(a.seq, a.id, q, "halt", "could not read current state to check for drift", detail=why,
                                 cause=cause)
