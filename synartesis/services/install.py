@@ -1154,6 +1154,7 @@ class UninstallFilePlan:
     drop: list[dict[str, Any]] = field(default_factory=list)  # state entries forgotten
     entries: list[EntryReport] = field(default_factory=list)
     exit_code: int = 0
+    strays: int = 0  # entries that run through synartesis with no record (renamed, copied, moved)
 
 
 @dataclass
@@ -1250,7 +1251,12 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                                  "hand, or put the whole file back from its backup with "
                                  "`synartesis uninstall --from-backup FILE` (backups are in $SYNARTESIS_HOME/backups)",
                        "original": "already back to the original"}[st]
-                fp.drop.append(r)
+                if st != "edited":
+                    # an entry left alone keeps its record: once it is back to what synartesis
+                    # wrote, the next uninstall restores it, and a purge waits for it (a new
+                    # user's round 18, #1/#2: the record went, a second uninstall said "nothing
+                    # to restore", and --purge deleted the policy that entry still ran through)
+                    fp.drop.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, st, why,
                                               r.get("policy_key"), r.get("project")))
         # an entry that runs through synartesis where no record of this file has it (the client
@@ -1259,6 +1265,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         recorded = {(r.get("scope", ""), r.get("project"), r.get("name", "")) for r in recs}
         for e in found.view.entries:
             if e.kind == "stdio" and is_ours(e.command, e.args) and (e.scope, e.project, e.name) not in recorded:
+                fp.strays += 1
                 fp.entries.append(EntryReport(desc.id, str(path), e.scope, e.name, "edited",
                                               "runs through synartesis but is not in the install record (renamed, "
                                               "copied or moved to another scope since install?); left as it is: "
@@ -1282,7 +1289,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
     if purge:
         home = synartesis_home(env)
         ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
-        staying = [e for e in state.entries if id(e) not in ending]
+        staying = [e for e in state.entries if id(e) not in ending] + [None] * sum(f.strays for f in files)
         if staying:
             # entries still wrapped (another client's, or one not restored) run through the policy
             # and write the journal: deleting them would hold every call of those servers and lose

@@ -210,6 +210,20 @@ def test_uninstall_exits_1_when_an_entry_changed_since_install_stays_wrapped(fak
     assert p.returncode == 1, p.stdout + p.stderr
     assert "changed since install still runs through synartesis" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
 
+    # new user 18, #1/#2: the entry left alone kept its record, so a purge waits for it (it
+    # deleted the policy the entry still ran through) and, once the edit is undone, the next
+    # uninstall restores it (it said "nothing to restore" and exited 0)
+    policy = fake_home / ".synartesis" / "synartesis.yaml"
+    assert policy.exists()
+    purge = run(tmp_path, "uninstall", "--purge", "--yes")
+    assert purge.returncode == 1 and policy.exists(), purge.stdout + purge.stderr
+    assert "--purge kept" in purge.stdout + purge.stderr
+    del doc["mcpServers"][name]["type"]
+    cfg.write_text(json.dumps(doc, indent=2))
+    again = run(tmp_path, "uninstall", "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(cfg.read_text()) == json.loads(DESKTOP)
+
 
 def test_uninstall_exits_1_when_the_client_renamed_a_wrapped_entry(fake_home, tmp_path):
     """Adversarial review 17, F5: the client renamed a wrapped entry; uninstall said "removed

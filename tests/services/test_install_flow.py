@@ -150,7 +150,8 @@ def test_user_edit_of_a_wrapped_entry_is_left_alone_by_uninstall(fake_home, tmp_
     after = json.loads(cfg.read_text())["mcpServers"]
     assert after["a"] == data["mcpServers"]["a"]
     assert after["b"] == {"command": "npx", "args": ["b"]}
-    assert load_state(env).entries == []
+    # the entry left alone keeps its record (new user 18, #2): undo the edit, and uninstall restores it
+    assert [e["name"] for e in load_state(env).entries] == ["a"]
 
 
 def test_uninstall_never_resurrects_a_deleted_entry(fake_home, tmp_path):
