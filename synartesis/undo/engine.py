@@ -929,7 +929,14 @@ class _Walk:
         if opts.skip_irreversible and a.cls == "irreversible":
             return Step(a.seq, a.id, q, "permanent", "irreversible: saga mode never rolls it back; left in place")
         if a.status in ("pending", "unknown"):
-            running = None if opts.force else self.server_still_running(a)
+            running = self.server_still_running(a)
+            if running is not None and opts.force:
+                # never settled by a read while its server may still carry it out: stepped over,
+                # as --force promises (adversarial review 19, F1: the read found it unchanged, the
+                # step said rolled_back, and the write landed after)
+                return Step(a.seq, a.id, q, "permanent", f"outcome unknown, and the server that received it still "
+                            f"runs (pid {running[0]}); stepped over because of --force (whatever it does is left "
+                            "in place)", detail=a.note)
             if running is not None:
                 pid, group = running
                 who = (f"the server that received this call is still running (pid {pid})" if group else

@@ -38,6 +38,32 @@ def test_undo_halts_while_the_server_that_received_the_call_still_runs(tmp_path)
     assert json.loads(state.read_text()) == {"k0": "v0", "k1": "v1"}
 
 
+def test_undo_force_steps_over_a_call_whose_server_still_runs_and_never_settles_it_by_a_read(tmp_path):
+    """Adversarial review 19, F1: `undo --force --yes` skipped the server-still-running check,
+    read k1 unchanged, called the slow write "nothing to undo" and the run rolled_back; the
+    write landed after, and nothing could undo it. --force steps over such a call, as it says:
+    left as it is (still unknown), the older ones undone, the run partial."""
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=DECLARED)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    with RawSession(argv) as s:
+        server_pid = _kill_proxy_mid_slow_put(s, journal)
+        preview = cli("undo", "--force", *flags)
+        assert "stepped over because of --force" in preview.stdout and "already-reverted" not in preview.stdout, \
+            preview.stdout
+        forced = cli("undo", "--force", "--yes", *flags)
+        assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
+        assert forced.returncode == 1 and f"still runs (pid {server_pid})" in forced.stdout, forced.stdout + forced.stderr
+        with open_journal(journal) as j:
+            [run] = j.list_runs()
+            assert {a.tool: a.status for a in j.actions(run.id)} == {"put": "rolled_back", "slow_put": "unknown"}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(server_pid):
+            time.sleep(0.1)
+    # its write stays, as --force said (the orphan writes its whole store from memory, so k0 is
+    # its old value again: the fake server's doing, not the undo's)
+    assert json.loads(state.read_text())["k1"] == "x"
+
+
 def _kill_proxy_mid_slow_put(s: RawSession, journal) -> int:
     """Start a 6 s slow_put, SIGKILL the proxy while it is at the server; the server's pid as
     the run recorded it (with its start token)."""
