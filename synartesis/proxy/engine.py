@@ -72,6 +72,11 @@ CANCELLED = "cancelled "  # prefixes a pending request's method once the client 
 DEFAULT_CALL_TIMEOUT = 600.0
 
 
+#: a numeric tools/call id must be below this in magnitude (2**53: above it a JavaScript
+#: server's double cannot hold the id exactly, and it drops the request)
+_SAFE_ID = 2 ** 53
+
+
 def server_process(upstream: Any) -> dict:
     """``{"pid", "started"[, "mark"]}`` of a server on pipes (its pid, start token,
     :func:`synartesis.journal.liveness.start_token`, and the value of
@@ -699,14 +704,17 @@ class Engine:
     def _client_call(self, ctx: CallContext) -> None:
         key = ctx.id_key
         msg = ctx.msg
-        if msg.get("jsonrpc") != "2.0" or msg["id"].__class__ not in (int, str, float):
-            # not a JSON-RPC 2.0 request a server answers (a JavaScript server drops it): the
-            # client is told at once; journalled and sent, it waited out its call timeout as
-            # unknown (adversarial review 16, F7)
-            mid = msg["id"] if msg["id"].__class__ in (int, str, float) else None
+        mid = msg["id"]
+        if msg.get("jsonrpc") != "2.0" or mid.__class__ not in (int, str, float) or (
+                mid.__class__ is not str and not -_SAFE_ID < mid < _SAFE_ID):
+            # not a JSON-RPC 2.0 request a server answers (a JavaScript server drops it, and
+            # one whose numeric id a double cannot hold exactly): the client is told at once;
+            # journalled and sent, it waited out its call timeout as unknown and held the lane
+            # that long (adversarial review 16, F7; review 19, F9: an id of 2**53 + 1)
+            mid = mid if mid.__class__ in (int, str, float) else None
             self.send_to_client(dump({"jsonrpc": "2.0", "id": mid, "error": {"code": -32600, "message": (
                 "Invalid Request: synartesis sends a tools/call on only with \"jsonrpc\": \"2.0\" and an id that is "
-                "a string or a number; it was not sent to the server")}}))
+                "a string or a number a double holds exactly (|id| < 2**53); it was not sent to the server")}}))
             return
         if key in self._queued or key in self._inflight or key in self._expired or key in self._requests:
             self._refuse_taken_id(ctx.msg, self._id_taken(key))

@@ -145,6 +145,11 @@ def test_a_call_that_is_not_json_rpc_2_is_answered_at_once_and_never_sent(tmp_pa
          '{"path":"%s","content":"x"}}}' % target, None),
         ('{"id":5,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"%s","content":"x"}}}'
          % target, 5),
+        # adversarial review 19, F9: past 2**53 the server dropped it, and the lane waited its timeout
+        ('{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"write_file","arguments":'
+         '{"path":"%s","content":"x"}}}' % target, 9007199254740993),
+        ('{"jsonrpc":"2.0","id":-9007199254740993,"method":"tools/call","params":{"name":"read_text_file",'
+         '"arguments":{"path":"%s"}}}' % target, -9007199254740993),
     ]
     with RawSession(argv) as s:
         s.handshake()
