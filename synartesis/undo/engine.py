@@ -25,6 +25,7 @@ starts them from the runs' launch lines; saga mode passes the proxy's own connec
 from __future__ import annotations
 
 import functools
+import posixpath
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
@@ -324,7 +325,25 @@ def resource_key(run: RunRow | None, read: dict | None) -> str | None:
         return None
     launch = (run.servers.get(read.get("server")) if run is not None else None) or {}
     line = {k: launch.get(k) for k in ("command", "args", "cwd")}
-    return canonical([None if launch.get("command") else read.get("server"), line, read.get("tool"), read.get("args")])
+    return canonical([None if launch.get("command") else read.get("server"), line, read.get("tool"),
+                      _spelled_once(read.get("args"))])
+
+
+def _spelled_once(value: Any) -> Any:
+    """``value`` with every absolute POSIX path in it written one way (``/a/./b``, ``/a//b``
+    and ``/a/x/../b`` as ``/a/b``), so a resource reached under another spelling is the same
+    resource (adversarial review 19, F5: ``data/./c.txt`` slipped past the other-session
+    halt). Lexical only: a symlink is not followed. A string that merely starts with ``/``
+    is rewritten the same way, which can only make two keys equal, never split one."""
+    if isinstance(value, str):
+        if value.startswith("/") and ("/." in value or "//" in value or (value.endswith("/") and len(value) > 1)):
+            return "/" + posixpath.normpath(value).lstrip("/")
+        return value
+    if isinstance(value, dict):
+        return {k: _spelled_once(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_spelled_once(v) for v in value]
+    return value
 
 
 def replan_action(j: Journal, a: ActionRow, policy: Policy, result: Any = ...) -> tuple[list | None, dict | None, str | None]:

@@ -77,3 +77,33 @@ def test_redo_halts_when_another_session_wrote_the_undone_resource_back_to_the_s
     assert json.loads(state.read_text())["k0"] == "v0"
     forced = cli("redo", "sa", "--force", "--yes", *flags)
     assert forced.returncode == 0 and json.loads(state.read_text())["k0"] == "A", forced.stdout + forced.stderr
+
+
+FILES = """version: 1
+servers:
+  files: {}
+tools:
+  - match: "files.read_*"
+    class: readonly
+  - match: "files.write_file"
+    class: reversible
+    snapshot: {tool: files.read_text_file, args: {path: "$.path"}, absent_when: ["ENOENT"]}
+    inverse: {tool: files.write_file, args: {path: "$.path", content: "$snapshot.content"}}
+"""
+
+
+def test_another_sessions_write_under_another_spelling_of_the_path_halts_the_undo(tmp_path, fs_server):
+    # adversarial review 19, F5: sc wrote root/./a.txt back to sa's value, and undoing sa wiped it unnamed
+    from helpers import files_proxy
+    root, argv = files_proxy(tmp_path, fs_server, policy=FILES)
+    doc = root / "a.txt"
+    doc.write_text("O")
+    for name, path, values in (("sa", str(doc), ["A"]), ("sc", f"{root}/./a.txt", ["C", "A"])):
+        with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
+            s.handshake()
+            for n, v in enumerate(values, 1):
+                assert not s.call(n, "write_file", {"path": path, "content": v}).get("isError")
+    flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+    halted = cli("undo", "sa", *flags)
+    assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
+    assert doc.read_text() == "A"
