@@ -45,7 +45,7 @@ from synartesis.undo.servers import ReadOutcome, RequestFailed, ServerPool, Spaw
 from synartesis.undo.targets import Target, pick_session, resolve_target
 
 __all__ = ["UndoOptions", "UndoReport", "Step", "undo_run", "undo_target", "IDEMPOTENCY_KEY", "NEVER_APPLIED",
-           "prior_state", "resource_key", "OtherSessions", "replan_action", "saga_text", "take_steps", "finish", "later_writes"]
+           "prior_state", "resource_key", "OtherRuns", "replan_action", "saga_text", "take_steps", "finish", "later_writes"]
 
 IDEMPOTENCY_KEY = "dev.synartesis/idempotency-key"
 _STOPPED = "stopped here (cancelled): this action and the older ones were left as they are"
@@ -436,14 +436,15 @@ def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | N
     return test
 
 
-class OtherSessions:
-    """Other sessions' writes after a walk's first action, still in effect, on any server,
+class OtherRuns:
+    """Writes of runs a walk does not undo (another session's, or another run of the same
+    session) after the walk's first action, still in effect, on any server,
     keyed by resource once per walk (adversarial review 18, F5: 400 steps against 4,000 such
     writes took 17 s when each step compared with all of them). Used by undo and redo.
 
     Args:
         j: the journal.
-        runs: the walk's runs by id (their sessions' other runs count as the walk's own).
+        runs: the walk's runs by id (every other run counts, its own session's included).
         load: stored JSON by ref (:class:`_Loads`).
     """
 
@@ -454,8 +455,10 @@ class OtherSessions:
     def _index(self) -> dict[str | None, list[tuple[ActionRow, RunRow | None]]]:
         if self._by_key is None:
             j = self.j
-            sessions = {r.session_id for r in self.runs.values() if r.session_id}
-            mine = {rid for sid in sessions for rid in (r.id for r in j.session_runs(sid))} | set(self.runs)
+            # every run this walk does not undo: a later run of the same session counts, since
+            # undoing one run leaves that run's write in place (adversarial review 19, F4: undoing
+            # run 1 wiped run 2's write-back of the same value)
+            mine = set(self.runs)
             found: dict[str, RunRow | None] = {}
             by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] = {}
             # every server: another name may launch the same server (resource_key)
@@ -488,6 +491,14 @@ class OtherSessions:
             return []
         same = same_resource(self.j, run, a)
         return sorted(((b, r) for b, r in later if same(r, b)), key=lambda x: x[0].gseq or 0)
+
+    def who(self, found: list[tuple[ActionRow, RunRow | None]]) -> str:
+        """``another session`` when one of :meth:`after`'s writes is another session's, else
+        ``another run of this session``."""
+        sessions = {r.session_id for r in self.runs.values()}
+        if any(r is None or r.session_id is None or r.session_id not in sessions for _, r in found):
+            return "another session"
+        return "another run of this session"
 
     @staticmethod
     def names(found: list[tuple[ActionRow, RunRow | None]]) -> str:
@@ -790,7 +801,7 @@ class _Walk:
         self.keys: dict[tuple[str, str, str | None], str | None] = {}  # (what, run, stored read's ref) → key
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
-        self.others = OtherSessions(j, runs, self.load)  # other sessions' later writes (foreign_after)
+        self.others = OtherRuns(j, runs, self.load)  # other sessions' later writes (foreign_after)
         # (action, its drift read, when it was sent: time.monotonic()) sent by preclaim
         self.ahead: tuple[str, Callable[[], ReadOutcome], float] | None = None
 
@@ -1149,7 +1160,7 @@ class _Walk:
                 # what --force --yes would remove: listed as an overwrite, as drift is (a new
                 # user's round 17, #2: the preview said "nothing has drifted")
                 self.plan(a, sim_key, before, inverse, verify)
-                return Step(a.seq, a.id, q, "overwrite", f"written since by another session ({OtherSessions.names(foreign)}); "
+                return Step(a.seq, a.id, q, "overwrite", f"written since by {self.others.who(foreign)} ({OtherRuns.names(foreign)}); "
                             "--force --yes would overwrite it, removing what those calls did",
                             detail="reverting this call also removes what the other session's calls did", calls=inverse, expected=post,
                             actual=obs, replanned=replanned, check=check, verified=before is not None)
@@ -1158,10 +1169,10 @@ class _Walk:
                 # value): reverting would undo that session's work unnamed (review 17, F4)
                 if claimed and not preview:
                     j.set_action_status(a.id, a.status, expect=("rolling_back",))
-                names = OtherSessions.names(foreign)
-                return Step(a.seq, a.id, q, "halt", "another session wrote this resource after it, and that write is "
+                names = OtherRuns.names(foreign)
+                return Step(a.seq, a.id, q, "halt", f"{self.others.who(foreign)} wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
-                                f"written after it by another session: {names}. Reverting this call would undo that "
+                                f"written after it by {self.others.who(foreign)}: {names}. Reverting this call would undo that "
                                 "too, unnamed. Undo that session first, or `--force` to see what this undo would "
                                 "overwrite, then `--force --yes` to overwrite it."))
 
@@ -1265,21 +1276,22 @@ class _Walk:
                 f"(--force --yes) also removes what {did} did")
 
     def foreign_after(self, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
-        """:meth:`OtherSessions.after` for this walk."""
+        """:meth:`OtherRuns.after` for this walk."""
         return self.others.after(a)
 
     def elsewhere_note(self, a: ActionRow) -> str:
-        """A detail line naming what other sessions wrote to ``a``'s resource after it
-        (:meth:`foreign_after`), or ``""``."""
+        """A detail line naming what other runs wrote to ``a``'s resource after it
+        (:meth:`foreign_after`) that :meth:`left_note` does not name already, or ``""``."""
         try:
-            found = self.foreign_after(a)
+            named = {b.id for b in self.left_after(a)}
+            found = [(b, r) for b, r in self.foreign_after(a) if b.id not in named]
         except JournalError:
             return ""
         if not found:
             return ""
-        names = OtherSessions.names(found)
+        names = OtherRuns.names(found)
         did = "that call" if len(found) == 1 else "those calls"
-        return (f"\n  changed after it by another session: {names}; overwriting it (--force --yes) also removes "
+        return (f"\n  changed after it by {self.others.who(found)}: {names}; overwriting it (--force --yes) also removes "
                 f"what {did} did")
 
     def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:

@@ -20,7 +20,7 @@ from synartesis.errors import ConflictError
 from synartesis.journal import ActionRow, Journal, RunRow, UndoRow, status_text
 from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.undo.engine import (IDEMPOTENCY_KEY, OtherSessions, Step, UndoOptions, UndoReport, finish, later_writes, launch_cause,
+from synartesis.undo.engine import (IDEMPOTENCY_KEY, OtherRuns, Step, UndoOptions, UndoReport, finish, later_writes, launch_cause,
                                     prior_state, replan_action, resource_key, take_steps)
 from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
@@ -264,7 +264,7 @@ class _Redo:
         # leaves its read (the post-state the first call left) and what each touches
         self.simulated: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # key → (state, step, order)
         self.footprints: list[tuple[set, str | None, str, tuple[int, int]]] = []  # touch, key, step, order
-        self.others = OtherSessions(j, runs)  # other sessions' later writes, which a redo would overwrite
+        self.others = OtherRuns(j, runs)  # other sessions' later writes, which a redo would overwrite
 
     def label(self, a: ActionRow) -> str:
         return f"{a.run_id[:8]}:{a.seq}" if self.report.target == "session" else str(a.seq)
@@ -370,17 +370,17 @@ class _Redo:
             # re-sending would overwrite that session's write unnamed (adversarial review 18, F2)
             foreign = self.others.after(a)
             if foreign and not opts.force:
-                return Step(a.seq, a.id, q, "halt", "another session wrote this resource after it, and that write is "
+                return Step(a.seq, a.id, q, "halt", f"{self.others.who(foreign)} wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
-                                f"written after it by another session: {OtherSessions.names(foreign)}. Redoing this "
+                                f"written after it by {self.others.who(foreign)}: {OtherRuns.names(foreign)}. Redoing this "
                                 "call would overwrite that, unnamed. Undo that session first, or `--force` to see "
                                 "what this redo would overwrite, then `--force --yes` to overwrite it."))
             if foreign and self.preview:
-                return Step(a.seq, a.id, q, "overwrite", f"written since by another session "
-                            f"({OtherSessions.names(foreign)}); --force --yes would send the call anyway, "
+                return Step(a.seq, a.id, q, "overwrite", f"written since by {self.others.who(foreign)} "
+                            f"({OtherRuns.names(foreign)}); --force --yes would send the call anyway, "
                             "overwriting what those calls did", calls=call, check=check)
             if foreign:
-                forced, reason = True, "written since by another session, sending the call anyway as --force --yes asked"
+                forced, reason = True, f"written since by {self.others.who(foreign)}, sending the call anyway as --force --yes asked"
         if self.preview:
             self._plan(a, args, verify, post)
             return Step(a.seq, a.id, q, "redo", reason, calls=call, outcome="would call", verified=verified,

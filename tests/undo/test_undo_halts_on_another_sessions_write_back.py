@@ -107,3 +107,20 @@ def test_another_sessions_write_under_another_spelling_of_the_path_halts_the_und
     halted = cli("undo", "sa", *flags)
     assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
     assert doc.read_text() == "A"
+
+
+def test_undoing_one_run_halts_on_a_later_run_of_its_session_that_wrote_the_value_back(tmp_path):
+    # adversarial review 19, F4: run 1 wrote A; run 2 of the same session wrote C, then A again;
+    # `undo RUN1` found "state matches" and wiped run 2's writes unnamed
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _sessions(lambda _server: argv, [("one", "kv", ["A"]), ("one", "kv", ["C", "A"])])
+    with open_journal(journal) as j:
+        first, second = sorted(j.list_runs(), key=lambda r: r.started_at)
+    assert first.session_id == second.session_id
+    halted = cli("undo", first.id[:10], *flags)
+    assert halted.returncode == 1 and "another run of this session wrote this resource" in halted.stdout, \
+        halted.stdout + halted.stderr
+    assert f"{second.id[:8]}:1 kv.put" in halted.stdout and json.loads(state.read_text())["k0"] == "A"
+    whole = cli("undo", "one", *flags)  # the session as a whole: both runs, newest first
+    assert whole.returncode == 0 and json.loads(state.read_text())["k0"] == "v0", whole.stdout + whole.stderr
