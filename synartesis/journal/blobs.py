@@ -38,7 +38,7 @@ from hashlib import sha256
 from typing import Any, Iterator
 
 from synartesis.canonical import compact, compact_ascii, sha256_hex
-from synartesis.errors import JournalError
+from synartesis.errors import JournalConfigError, JournalError
 from synartesis.journal.base import JournalBase
 from synartesis.journal.rows import event_text
 
@@ -72,8 +72,9 @@ REF_COLUMNS = {"actions": ("args_ref", "snapshot_ref", "result_ref", "inverse_re
                "reads": ("args_ref", "result_ref"), "undos": ("report_ref",), "shapes": ("ref",)}
 
 
-class DamagedPayload(JournalError):
-    """A stored payload that cannot be read back as written (edited by hand, or the disk)."""
+class DamagedPayload(JournalConfigError):
+    """A stored payload that cannot be read back as written, or is missing (edited by hand, or
+    the disk): the journal is damaged, a configuration error (exit 2) as the README has it."""
 
 
 def _plain_skeleton(text: str) -> bool:
@@ -279,7 +280,8 @@ class BlobsMixin(JournalBase):
             raise DamagedPayload(f"the journal at {self.path} has a damaged payload {digest[:12]}; "
                                  "`synartesis audit` says which action it belongs to") from None
         if row is None:
-            raise JournalError(f"the journal at {self.path} is missing payload {digest[:12]}")
+            raise DamagedPayload(f"the journal at {self.path} is missing payload {digest[:12]}; "
+                                 "`synartesis audit` says which action it belongs to")
         try:
             if row[0] == "chunkids":
                 return self._join_ids(digest, bytes(row[1]))

@@ -177,7 +177,8 @@ class ChainMixin(BlobsMixin):
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
         if begin is not None:
-            if canonical(json.loads(servers or "{}")) != canonical(begin.get("servers") or {}):
+            lines = _object(servers or "{}")
+            if lines is None or canonical(lines) != canonical(begin.get("servers") or {}):
                 problems.append("the run's recorded launch lines were edited after it started")
             now = {"session": session_id, "pid": pid, "started": started, "host": host}
             if any(k in begin and begin[k] != now[k] for k in _ORIGIN_KEYS):

@@ -76,6 +76,17 @@ def session_key(origin: RunOrigin, run_id: str) -> tuple[str, str]:
     return "s-" + run_id.replace("-", "")[:16], "run"
 
 
+def _launch_lines(text: str | None) -> dict:
+    """A run's stored launch lines (``runs.servers``); ``{}`` when the text is not a JSON
+    object (edited by hand: ``audit`` then reports the launch lines changed, where every
+    listing stopped with an internal error: adversarial review 19, F10)."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 class RunsMixin(ActionsMixin):
     def begin_run(self, label: str | None, servers: dict, client: str | None = None, *,
                   origin: RunOrigin | None = None) -> str:
@@ -222,7 +233,7 @@ class RunsMixin(ActionsMixin):
             status = r[5]
             if status in NOTHING_IN_EFFECT and open_writes.get(r[0]):
                 status = "partial"  # a redo died mid-way (its sweep writes this too): something is in effect
-            out.append(RunRow(r[0], r[1], r[2], r[3], r[4], status, r[6], json.loads(r[7] or "{}"), sum(c.values()), c,
+            out.append(RunRow(r[0], r[1], r[2], r[3], r[4], status, r[6], _launch_lines(r[7]), sum(c.values()), c,
                               session_id=r[8], proxy_started=r[9], host=r[10], unverified=r[11] or 0,
                               end_note=r[12], stale=stale, open_writes=open_writes.get(r[0], 0)))
         return out

@@ -45,6 +45,11 @@ def test_audit_finds_altered_payloads_launch_lines_and_origins(new_journal):
     assert any("launch lines were edited" in p for p in j.audit(run).problems)
     j.conn.execute("UPDATE runs SET pid = 1 WHERE id = ?", (run,))
     assert any("origin" in p for p in j.audit(run).problems)
+    # launch lines that are not JSON at all: listed, and audit names them (adversarial review 19,
+    # F10: list, audit, gates and prune stopped with "internal error (JSONDecodeError)")
+    j.conn.execute("UPDATE runs SET servers = 'not json' WHERE id = ?", (run,))
+    assert [r.servers for r in j.list_runs() if r.id == run] == [{}]
+    assert any("launch lines were edited" in p for p in j.audit(run).problems)
 
 
 def test_undo_attempts_are_chained_in_each_run_they_touch(new_journal):
