@@ -206,6 +206,7 @@ def test_a_drift_read_sent_ahead_during_a_slow_re_read_is_sent_again_and_sees_a_
     t.start()
     out = cli("undo", "--json", "--manifest", str(man), "--journal", str(jp), timeout=120)
     t.join(70)
+    assert out.stdout, out.stderr
     report = json.loads(out.stdout)
     assert (root / "a.txt").read_text() == "person's edit"
     assert report["status"] == "partial", report
