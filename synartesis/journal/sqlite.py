@@ -62,6 +62,7 @@ class SqliteBackend:
         self.path = path
         self.conn = conn
         self.warnings: list[str] = warnings or []
+        self._files = self._identity()  # the journal and write-ahead log this connection has open
         try:  # how many ``?`` one statement may hold (999 before SQLite 3.32)
             self._variables = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         except (AttributeError, sqlite3.Error):
@@ -191,9 +192,15 @@ class SqliteBackend:
     @contextmanager
     def write(self) -> Iterator[None]:
         """A write transaction that holds the write lock from its first statement (``BEGIN
-        IMMEDIATE``), so read-then-write decisions cannot race another process."""
+        IMMEDIATE``), so read-then-write decisions cannot race another process.
+
+        Raises:
+            JournalError: the journal file or its write-ahead log is no longer the one this
+                connection opened (:meth:`_same_files`); nothing is written.
+        """
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            self._same_files()
             yield
         except BaseException:
             try:
@@ -202,6 +209,36 @@ class SqliteBackend:
                 pass
             raise
         self.conn.execute("COMMIT")
+
+    def _identity(self) -> tuple[int, ...] | None:
+        """(device, inode) of the journal file and of its ``-wal``; None when either is missing."""
+        try:
+            db, wal = os.stat(self.path), os.stat(f"{self.path}-wal")
+        except OSError:
+            return None
+        return (db.st_dev, db.st_ino, wal.st_dev, wal.st_ino)
+
+    def _same_files(self) -> None:
+        """Refuse to write through a connection whose files were swapped or deleted under it.
+
+        SQLite keeps writing to the files it opened: a journal moved over by an older copy, or
+        deleted (the ``-wal`` with it) while a proxy runs, took every later write into files no
+        one reads again, and the proxy went on answering success (adversarial review 19, F2:
+        30 writes into a replaced journal, 20 into a deleted log). Two ``stat`` calls a write
+        transaction, under its lock. A connection opened before the log existed takes the
+        first pair it sees.
+
+        Raises:
+            JournalError: the journal or its log is gone, or is another file now.
+        """
+        now = self._identity()
+        if now is not None and self._files is None:
+            self._files = now
+            return
+        if now is None or now != self._files:
+            raise JournalError(f"the journal at {self.path} was replaced or deleted while it was open here "
+                               "(its file or write-ahead log is not the one opened); nothing more is written "
+                               "through this connection: restart the client so its proxies open the journal again")
 
     # -- schema bookkeeping ------------------------------------------------------------------
     def schema_version(self) -> int:
