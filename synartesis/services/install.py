@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -710,7 +711,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                                "scope": "local", "project": pkey, "source": str(f.location.path)})
             report(fp, entry, "shadow", f"covered by a local-scope entry in {holder.location.path}", k)
         if wrap.oauth:
-            logins.append(f"synartesis login {k}")
+            logins.append(f"synartesis login {shlex.quote(k)}")
         covers.append(_Cover(k, desc, entry, str(f.location.path), proxy, list(wrap.relay), wrap.env))
 
     user_files = [f for f in found.files if f.location.scope != "project"]

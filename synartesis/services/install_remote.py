@@ -19,6 +19,7 @@ match; malformed credentials; an entry the bridge could only fail to start (an u
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from synartesis.clients.descriptor import ClientDescriptor
@@ -87,7 +88,7 @@ def decide_remote(desc: ClientDescriptor, entry: ServerEntry, *, include_oauth: 
     if spec.oauth and not include_oauth:
         return "oauth", ("signs in through the client (OAuth); not wrapped, since the client's own sign-in "
                          f"would stop applying: `synartesis install --include-oauth` wraps it, then "
-                         f"`synartesis login {entry.name}`")
+                         f"`synartesis login {shlex.quote(entry.name)}`")
     return "wrap", ""
 
 

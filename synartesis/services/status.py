@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,9 @@ def _sign_in(env: Env, key: str, headers: Any) -> tuple[str, str | None]:
     if state.state == "expired" and state.refreshable:
         return "expired (the proxy refreshes it)", None
     if state.state == "expired":
-        return "expired", f"the sign-in expired: run `synartesis login {key}`"
+        return "expired", f"the sign-in expired: run `synartesis login {shlex.quote(key)}`"
     # a server without credentials in its entry may need no sign-in at all: not drift
-    return f"not signed in (if the server asks for one: `synartesis login {key}`)", None
+    return f"not signed in (if the server asks for one: `synartesis login {shlex.quote(key)}`)", None
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,8 @@ def test_oauth_entries_wait_for_include_oauth_and_then_list_the_login_commands(f
     text = json.dumps({"mcpServers": {
         "notion": {"type": "http", "url": "https://mcp.notion.com/mcp"},
         "linear": {"type": "sse", "url": "https://mcp.linear.app/sse", "oauth": {"clientId": "abc"}},
-        "keyed": {"type": "http", "url": "https://k.example/mcp", "headers": {"Authorization": "Bearer ${K}"}}}},
+        "keyed": {"type": "http", "url": "https://k.example/mcp", "headers": {"Authorization": "Bearer ${K}"}},
+        "Company Docs": {"type": "http", "url": "https://docs.example/mcp"}}},
         indent=2)
     cfg = place(fake_home, "claude-code", text)
     env = make_env(fake_home)
@@ -153,13 +154,15 @@ def test_oauth_entries_wait_for_include_oauth_and_then_list_the_login_commands(f
     acts = by_name(plan)
     assert acts["notion"].action == "remote" and "--include-oauth" in acts["notion"].reason
     assert "`synartesis login notion`" in acts["notion"].reason
+    # a name with a space is quoted, so the command can be pasted (new user 18, #4)
+    assert "`synartesis login 'Company Docs'`" in acts["Company Docs"].reason
     assert acts["linear"].action == "remote" and acts["keyed"].action == "wrap"
     assert plan.logins == []
     plan, result = install(env, tmp_path, client="claude-code", include_oauth=True)
     assert result.ok
     acts = by_name(plan)
     assert acts["notion"].action == acts["linear"].action == "wrap"
-    assert plan.logins == ["synartesis login notion", "synartesis login linear"]
+    assert plan.logins[:2] == ["synartesis login notion", "synartesis login linear"]
     entry = json.loads(cfg.read_text())["mcpServers"]["linear"]
     assert entry["oauth"] == {"clientId": "abc"} and "--transport" in entry["args"] and "sse" in entry["args"]
     uninstall(env, client="claude-code")
