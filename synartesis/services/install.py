@@ -44,7 +44,7 @@ from synartesis.clients.entries import (ServerEntry, display_name, entry_env, en
 from synartesis.clients.managed import ManagedPolicy, load_managed
 from synartesis.errors import ConflictError, PolicyError, SynartesisError, UsageError
 from synartesis.paths import backups_dir, POLICY_FILENAME, Env, synartesis_home
-from synartesis.redact import DISPLAY_MARK, redact_argv, scrub, secret_parts
+from synartesis.redact import DISPLAY_MARK, redact_argv
 from synartesis.services.install_remote import DESKTOP_CONNECTORS, decide_remote, remote_wrap
 from synartesis.services.install_state import load_state, now, save_state, state_path
 
@@ -1035,10 +1035,12 @@ def _start_all(env: Env, covers: list[_Cover], options: InstallOptions, progress
             ok = True
         except Exception as exc:  # a server that cannot start gets the catch-all draft
             msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-            # the server's stderr can echo its arguments or env: never show their secrets
-            secrets = secret_parts([command, *args]) + [v for k, v in child_env.items()
-                                                        if k in (value.get("env") or {}) and len(v) >= 4]
-            errors[c.key] = scrub(msg, secrets)
+            # the server's stderr can echo its arguments or env: never show their secrets; our
+            # own words before it lose only the secret ones (a new user's round 18, #5: the
+            # entry's PROFILE=work made "notes-work failed" read "notes-*** failed")
+            from synartesis.services.policy_checks import scrub_start_error
+            given = {k: v for k, v in child_env.items() if k in (value.get("env") or {}) and len(v) >= 4}
+            errors[c.key] = scrub_start_error(msg, [command, *args], given)
             ok = False
         if progress:
             with lock:

@@ -83,6 +83,17 @@ def test_a_start_error_that_echoes_the_arguments_is_scrubbed(fake_home, tmp_path
     assert S1 not in p.stdout + p.stderr
 
 
+def test_a_start_error_keeps_the_servers_name_whole_and_hides_its_env_values_in_what_the_server_said(fake_home, tmp_path):
+    # new user 18, #5: PROFILE=work made "notes-work failed during initialize" read "notes-*** failed"
+    script = "import os, sys; sys.stderr.write('profile ' + os.environ['PROFILE'] + ' token ' + os.environ['TOKEN'] + '\\n'); sys.exit(3)"
+    place(fake_home, "cursor", json.dumps({"mcpServers": {"notes-work": {
+        "command": sys.executable, "args": ["-c", script], "env": {"PROFILE": "work", "TOKEN": S1}}}}))
+    p = run(tmp_path, "install", "--dry-run", "--timeout", "20", "--proxy-path", fake_proxy(tmp_path))
+    out = p.stdout + p.stderr
+    assert "notes-work did not start (notes-work " in out, out
+    assert S1 not in out and "profile work" not in out
+
+
 def test_uninstall_still_works_from_a_record_written_before_templates_and_install_scrubs_it(fake_home, tmp_path):
     """Records written by earlier versions kept the original texts; they still restore, and the
     next install rewrites them without the texts."""
