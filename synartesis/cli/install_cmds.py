@@ -399,7 +399,7 @@ def status(
             out.print(f"      drift: {d}", markup=False, highlight=False)
     if report.unlaunched:
         from synartesis.services.status import policy_summary
-        out.print("In the policy, launched by no client config:", markup=False, highlight=False)
+        out.print("In the policy, launched through synartesis by no client config:", markup=False, highlight=False)
         for u in report.unlaunched:
             summary = f" · {policy_summary(u['policy'])}" if u["policy"] else ""
             out.print(f"  {u['name']}{summary}", markup=False, highlight=False)

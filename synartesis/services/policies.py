@@ -619,8 +619,8 @@ def plan_server_policy(name: str, command: str, args: list[str], *, tools: list[
         header += [f"  {line}" for line in shipped.header if line.strip()]
         if tools is None:
             reason = (f"shipped {pid} policy ({shipped.provenance or 'no claim'}), not checked "
-                      f"against this install: the server was not started")
-            header.insert(1, "NOT CHECKED against this install (the server was not started); "
+                      f"against this install: its tool list was not read (--no-start, or it did not start or answer)")
+            header.insert(1, "NOT CHECKED against this install (its tool list was not read); "
                              "run `synartesis check` to check it.")
             block = _server_block(command, args, cwd=cwd, provenance=shipped.provenance,
                                   origin=origin, env=env,

@@ -168,7 +168,7 @@ def test_the_policy_s_servers_no_client_launches_are_listed_with_their_pins(fake
     assert [(u["name"], u["policy"]["pins"]) for u in report.unlaunched] == [("files", 1), ("mem", 0)]
     p = helpers.run([sys.executable, "-m", "synartesis", "status"], capture_output=True, text=True,
                     env=dict(os.environ), cwd=tmp_path, timeout=60)
-    assert "In the policy, launched by no client config:" in p.stdout and "files · policy user" in p.stdout, p.stdout
+    assert "In the policy, launched through synartesis by no client config:" in p.stdout and "files · policy user" in p.stdout, p.stdout
     assert "1 pin" in p.stdout, p.stdout
     # a server a client launches is not listed (install adds this one as files-cursor)
     place(fake_home, "cursor", '{"mcpServers": {"files": {"command": "node", "args": ["x"]}}}\n')
