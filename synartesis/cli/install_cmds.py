@@ -501,7 +501,9 @@ def uninstall(
                       else "synartesis has not changed any client config (no install record).")
         for f in plan.files:
             mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
-            out.print(f"{mark} {_at(f.path, f.message or ('will be restored' if f.status == 'change' else f.status))}")
+            partly = any(e.action != "restore" for e in f.entries)
+            said = "will be partly restored" if partly else "will be restored"
+            out.print(f"{mark} {_at(f.path, f.message or (said if f.status == 'change' else f.status))}")
             for e in f.entries:
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
         for p in plan.purge_paths:

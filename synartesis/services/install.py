@@ -1249,10 +1249,14 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                                               "the local-scope entry goes" if rec.get("op") == "shadow"
                                               else "the original entry comes back", r.get("policy_key"), r.get("project")))
             else:
+                # the backup the install that wrapped this entry took (its record names it)
+                first = r.get("backup") if isinstance(r.get("backup"), str) and Path(r["backup"]).is_file() else None
+                backup = (f"`synartesis uninstall --from-backup {shlex.quote(first)}` (taken just before the "
+                          "install that wrapped it; what changed in the file since is lost with it)" if first else
+                          f"`synartesis uninstall --from-backup FILE` (backups are in {backups_dir(env)})")
                 why = {"missing": "removed since install; not brought back",
                        "edited": "changed since install (by you or the client); left as it is: edit it back by "
-                                 "hand, or put the whole file back from its backup with "
-                                 "`synartesis uninstall --from-backup FILE` (backups are in $SYNARTESIS_HOME/backups)",
+                                 f"hand (the next uninstall then restores it), or put the whole file back with {backup}",
                        "original": "already back to the original"}[st]
                 if st != "edited":
                     # an entry left alone keeps its record: once it is back to what synartesis

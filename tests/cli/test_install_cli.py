@@ -209,6 +209,8 @@ def test_uninstall_exits_1_when_an_entry_changed_since_install_stays_wrapped(fak
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "changed since install still runs through synartesis" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
+    # the backup to put back is named, not a folder to search (new user 18, #8)
+    assert "--from-backup " + str(fake_home / ".synartesis" / "backups") in " ".join(p.stdout.split()), p.stdout
 
     # new user 18, #1/#2: the entry left alone kept its record, so a purge waits for it (it
     # deleted the policy the entry still ran through) and, once the edit is undone, the next
