@@ -26,6 +26,7 @@ Contract (DESIGN §3 and §10, PROXY.md §2):
 
 from __future__ import annotations
 
+import _thread
 import itertools
 import os
 import signal
@@ -389,7 +390,6 @@ class Engine:
         """
         line = self.upstream_line(ctx)
         if wait:
-            import _thread
             ctx.waiter = _thread.allocate_lock()
             ctx.waiter.acquire()
         elif self.call_timeout and self._recorder is None:
@@ -500,12 +500,12 @@ class Engine:
 
     def _start_read(self, read: dict, on_answer: Callable[[], None]) -> Callable[[], ReadOutcome]:
         """Send ``read`` now; ``on_answer()`` once its answer (or failure) is in."""
-        from synartesis.proxy.pipeline import ReadOutcome, start_read
+        pipeline = _PIPELINE or _pipeline_module()
         if read["server"] != self.server:
-            failed = ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
+            failed = pipeline.ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
             on_answer()
             return lambda: failed
-        return start_read(self.upstream, read, timeout=self.options.read_timeout,
+        return pipeline.start_read(self.upstream, read, timeout=self.options.read_timeout,
                           max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta, on_answer=on_answer)
 
     def request_for(self, server: str) -> Callable[..., Any]:
@@ -1215,7 +1215,6 @@ class _Owed:
     __slots__ = ("_lane", "_lock")
 
     def __init__(self, lane: SimpleQueue) -> None:
-        import _thread
         self._lane: SimpleQueue | None = lane
         self._lock = _thread.allocate_lock()
 
