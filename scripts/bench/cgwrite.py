@@ -9,7 +9,8 @@ Prints the total and each thread's instructions per write.
 
     python scripts/bench/cgwrite.py SRC N OUT_PREFIX [--declared] [--size BYTES]
 
-SRC is put first on PYTHONPATH (a checkout or an unpacked tree of the build to measure); the
+SRC is put first on PYTHONPATH (a checkout or an unpacked tree of the build to measure; the
+working directory is kept off the path, so a checkout it is run from does not shadow SRC); the
 proxy runs on this checkout's .venv python, under a temporary HOME. ``--declared``: the policy
 declares ``post_state: {content: "$.content"}`` (the shipped filesystem policy), else the
 post-state is read back. ``--annotate``: also print the top functions (inclusive) of the lane
@@ -49,7 +50,8 @@ with open(policy, "w") as f:
             + ('    post_state: {content: "$.content"}\n' if a.declared else ""))
 env = dict(os.environ, HOME=home, SYNARTESIS_HOME=home + "/.syn", XDG_CONFIG_HOME=home + "/.config",
            XDG_DATA_HOME=home + "/.local/share", XDG_STATE_HOME=home + "/.local/state",
-           XDG_CACHE_HOME=home + "/.cache", PYTHONPATH=a.src)
+           XDG_CACHE_HOME=home + "/.cache", PYTHONPATH=a.src,
+           PYTHONSAFEPATH="1")  # `-m` would put the working directory (a checkout?) before SRC
 out = f"{a.pre}.cg"
 for old in glob.glob(out + "*"):
     os.remove(old)
