@@ -23,7 +23,7 @@ class CallContext:
     that read has been answered (:meth:`Engine.release_kept`).
     """
 
-    __slots__ = ("action_id", "answer", "cancelled", "deadline", "early", "failure", "forwarded", "held", "hold_error",
+    __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "held", "hold_error",
                  "id_key", "keep_answer", "kept", "kept_by_read", "line", "msg", "read", "settled", "timed_out", "waiter")
 
     def __init__(self, line: Any, msg: dict, id_key: str) -> None:
@@ -50,9 +50,6 @@ class CallContext:
         self.keep_answer = False
         self.kept: Any = None
         self.kept_by_read = False  # the read-back's answer releases it, not the pipeline
-        # a write's pre-read sent by the client's reader before the call reached the lane
-        # (``(read, outcome)``: see Engine._early_pre_read); the lane uses it if it resolves the same read
-        self.early: Any = None
 
 
 def is_plain_read(rule: Any) -> bool:

@@ -201,8 +201,6 @@ class Engine:
         self._pins_logged = False
         self._rules: dict[tuple[str, str], Rule] = {}
         self._plain_tools: dict[str, tuple | bool] = {}  # tool name -> what _plain_read decided
-        self._early_tools: dict[str, tuple | bool] = {}  # tool name -> what _early_tool decided
-        self._lane_item: Any = None  # what the lane is running now (read by the client's reader)
         self._seq = itertools.count(1)
         self._recorder: JournalThread | None = None
         self._stop = threading.Event()
@@ -506,7 +504,7 @@ class Engine:
             on_answer()
             return lambda: failed
         return pipeline.start_read(self.upstream, read, timeout=self.options.read_timeout,
-                          max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta, on_answer=on_answer)
+                                   max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta, on_answer=on_answer)
 
     def request_for(self, server: str) -> Callable[..., Any]:
         """The blocking ``request(method, params, *, timeout, meta)`` of ``server``'s connection."""
@@ -726,80 +724,8 @@ class Engine:
                 except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                     self._internal_error(ctx, exc)
                 return
-        self._early_pre_read(ctx)
         self._queued[ctx.id_key] = ctx
         self._enqueue(ctx)
-
-    def _early_pre_read(self, ctx: CallContext) -> None:
-        """Send a write's pre-read from here, before the call reaches the lane, when nothing can
-        come between it and the call's own place in the lane: the lane is idle, or all it runs
-        is an earlier call whose answer is in (the server has applied it; what the lane does
-        with it now sends the server reads at most). The lane uses the read when it resolves
-        the same one (``ctx.early``; pipeline step 5), so the hop to the lane and the checks
-        before step 5 overlap the read's round trip instead of coming before it. Only for a
-        tool whose rule holds for any arguments and lets every call through without a gate
-        (no pins, no saga); a call the lane then refuses or holds leaves the read unused.
-
-        A fresh read, sent after everything before the call was applied: it is this call's
-        pre-read, as the lane's own would be (never an earlier write's post-read reused)."""
-        params = ctx.msg.get("params")
-        if params.__class__ is not dict:
-            return
-        name = params.get("name")
-        if name.__class__ is not str:
-            return
-        known = self._early_tools.get(name)
-        if known is False:
-            return
-        count = self._lane_count
-        if count:
-            cur = self._lane_item
-            if (count != 1 or cur.__class__ is not CallContext or not cur.settled or cur.answer is None
-                    or cur.failure is not None or cur.timed_out or cur.cancelled or cur.hold_error):
-                return
-        args = params.get("arguments")
-        if args is None:
-            args = {}
-        try:
-            if known is None:
-                known = self._early_tool(name, args)
-            if not known or args.__class__ is not dict:
-                return
-            if ctx.line.find(b"\\u") >= 0 and lone_surrogate(ctx.line, params):
-                return
-            pipeline = _pipeline_module()
-            if pipeline.touches_own_files(args, self.protected_paths()):
-                return  # held by the lane: nothing is sent for it
-            try:
-                read = pipeline.resolve_call(known[2].snapshot, {"args": args})
-            except pipeline.RefError:
-                return
-            # the arguments checked against our own files are kept with it: the lane does not
-            # check them again (they are the call's own, parsed once)
-            ctx.early = (read, self.read_soon(read), args)
-        except Exception as exc:  # noqa: BLE001 - the lane sends the read itself then
-            log("warn", "could not send a write's pre-read early", error=repr(exc))
-
-    def _early_tool(self, name: str, args: Any) -> tuple | bool | None:
-        """``(server, tool, rule)`` when ``name`` is a write whose pre-read may be sent early
-        (see :meth:`_early_pre_read`), False when it is not; kept per name when no ``when``
-        can change its rule (else None: decided per call)."""
-        if self.policy is None or getattr(self.upstream, "submit", None) is None:
-            self._early_tools[name] = False
-            return False
-        try:
-            server, tool = self.route(name)
-        except LookupError:
-            return None
-        spec = self.policy.servers.get(server)
-        rule = self.policy_rule(server, tool, args)
-        ok = (spec is not None and not spec.pins and rule.matched and rule.snapshot is not None
-              and rule.cls != "readonly" and rule.gate == "never" and not rule.hold_reason
-              and not self.saga_enabled(server) and rule.snapshot.server == server)
-        known = (server, tool, rule) if ok else False
-        if (server, tool) in self._rules:  # no `when` could change the rule
-            self._early_tools[name] = known
-        return known
 
     def _client_cancel(self, msg: dict) -> bool:
         """Handle ``notifications/cancelled``; True when it must not be forwarded (it cancels
@@ -1087,7 +1013,6 @@ class Engine:
                     if self._lane_count == 0:
                         self._lane_cond.notify_all()
                 continue
-            self._lane_item = item
             try:
                 if isinstance(item, CallContext):
                     if not item.cancelled:
@@ -1097,7 +1022,6 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one call must never kill the relay
                 self._internal_error(item if isinstance(item, CallContext) else None, exc)
             finally:
-                self._lane_item = None
                 if isinstance(item, CallContext):
                     self._unqueue(item)  # never sent and never answered: its id is free again
                 with self._lane_cond:

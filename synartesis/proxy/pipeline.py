@@ -500,9 +500,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
 
     # 3. gate
     wants_gate = rule.gate == "always" or (rule.gate == "on_write" and should_gate(args, rule.sql_arg))
-    early = ctx.early  # a pre-read sent by the client's reader checked these arguments already
-    own = (touches_own_files(args, host.protected_paths())
-           if rule.cls != "readonly" and (early is None or early[2] is not args) else None)
+    own = touches_own_files(args, host.protected_paths()) if rule.cls != "readonly" else None
     action = None
     if wants_gate or own:
         why = own or _gate_reason(rule, wants_gate)
@@ -530,8 +528,7 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
         except RefError as exc:
             read, snapshot_out = None, ReadOutcome("failed", reason=f"its pre-read could not be built from the arguments: {exc}")
         else:
-            # sent by the client's reader if it could be (Engine._early_pre_read): the same read
-            answer = early[1] if early is not None and early[0] == read else host.read_soon(read)
+            answer = host.read_soon(read)
             # while the read is at the server (the lane is idle then; no write lock is taken):
             # what the row needs that the answer cannot change, and the earlier write's outcome
             # encoded, so it commits while this call is at the server with only its SQL left

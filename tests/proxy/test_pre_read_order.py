@@ -1,7 +1,7 @@
-"""A write's pre-read sent by the client's reader (Engine._early_pre_read): only when nothing can
-come between it and the write's place in the lane, so each write still records the state it
-replaced, a person's edit between two writes included; never while an earlier write is at the
-server; never for a call the lane holds."""
+"""When a write's pre-read is sent (guards for any change that sends it sooner, such as from the
+client's reader before the call reaches the lane, measured in issue 11 and not kept): each write
+records the state it replaced, a person's edit between two writes included; no pre-read is sent
+while an earlier write is at the server, nor for a call the lane holds."""
 from __future__ import annotations
 
 import json
