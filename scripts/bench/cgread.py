@@ -35,7 +35,8 @@ with open(policy, "w") as f:
     f.write('version: 1\nservers:\n  files: {}\ntools:\n  - match: "files.read_*"\n    class: readonly\n')
 env = dict(os.environ, HOME=home, SYNARTESIS_HOME=home + "/.syn", XDG_CONFIG_HOME=home + "/.config",
            XDG_DATA_HOME=home + "/.local/share", XDG_STATE_HOME=home + "/.local/state",
-           XDG_CACHE_HOME=home + "/.cache", PYTHONPATH=src)
+           XDG_CACHE_HOME=home + "/.cache", PYTHONPATH=src,
+           PYTHONSAFEPATH="1")  # `-m` would put the working directory (a checkout?) before SRC
 out = f"{pre}.cg"
 for old in glob.glob(out + "*"):
     os.remove(old)

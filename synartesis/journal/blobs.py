@@ -172,6 +172,38 @@ def chunk_cuts(data: bytes) -> list[int]:
     return cuts
 
 
+def _long_string(value: Any, blob_min: int) -> bool:
+    """Does ``value`` hold a string of ``blob_min`` characters or more within its first three
+    levels (looked at in up to 32 containers)? Then its compact text is at least that long, and
+    :meth:`BlobsMixin._encode_json` splits it without encoding it whole first (a write's
+    arguments, the state it replaced, its inverse and its post-state each hold the content).
+    False says nothing: the text decides then."""
+    level = [value]
+    looked = 0
+    for _ in range(3):
+        deeper = []
+        for v in level:
+            if v.__class__ is dict:
+                items: Any = v.values()
+            elif v.__class__ is list:
+                items = v
+            else:
+                continue
+            looked += 1
+            if looked > 32:
+                return False
+            for x in items:
+                if x.__class__ is str:
+                    if len(x) >= blob_min:
+                        return True
+                elif x.__class__ is dict or x.__class__ is list:
+                    deeper.append(x)
+        if not deeper:
+            return False
+        level = deeper
+    return False
+
+
 def _packed(data: bytes) -> tuple[str, bytes]:
     """How a blob stored whole is written: ``("zlib", compressed)`` when that is smaller
     (over 128 bytes), else ``("raw", data)``."""
@@ -449,13 +481,17 @@ class BlobsMixin(JournalBase):
         and the blobs it points at as ``[digest, data]`` in the order they must be stored (its
         strings, then a skeleton too long to be inline). The lane encodes a write's payloads
         while its pre-read is at the server, off the write lock (issue 11 item 4)."""
-        skeleton = compact(value)
         blobs: list = []
-        if len(skeleton) >= blob_min or "$synartesis." in skeleton:
+        if _long_string(value, blob_min):  # split whatever its text says: it is not encoded twice
             split = self._split(value, blob_min, blobs)
             skeleton = compact(split)
         else:
-            split = value
+            skeleton = compact(value)
+            if len(skeleton) >= blob_min or "$synartesis." in skeleton:
+                split = self._split(value, blob_min, blobs)
+                skeleton = compact(split)
+            else:
+                split = value
         try:
             skeleton.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: escaped, so the text stays valid UTF-8

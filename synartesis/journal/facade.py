@@ -21,6 +21,7 @@ import os
 import time
 from typing import Any, Callable, Iterable
 
+from synartesis.errors import JournalError
 from synartesis.journal.rows import now_iso
 from synartesis.journal.schema import migrate
 from synartesis.journal.sqlite import SqliteBackend
@@ -117,7 +118,6 @@ def _retrying(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def call(self: Journal, *args: Any, **kwargs: Any) -> Any:
-        from synartesis.errors import JournalError
         for attempt in range(_RETRIES):
             try:
                 return fn(self, *args, **kwargs)

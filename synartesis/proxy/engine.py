@@ -26,6 +26,7 @@ Contract (DESIGN §3 and §10, PROXY.md §2):
 
 from __future__ import annotations
 
+import _thread
 import itertools
 import os
 import signal
@@ -397,7 +398,6 @@ class Engine:
         """
         line = self.upstream_line(ctx)
         if wait:
-            import _thread
             ctx.waiter = _thread.allocate_lock()
             ctx.waiter.acquire()
         elif self.call_timeout and self._recorder is None:
@@ -508,13 +508,13 @@ class Engine:
 
     def _start_read(self, read: dict, on_answer: Callable[[], None]) -> Callable[[], ReadOutcome]:
         """Send ``read`` now; ``on_answer()`` once its answer (or failure) is in."""
-        from synartesis.proxy.pipeline import ReadOutcome, start_read
+        pipeline = _PIPELINE or _pipeline_module()
         if read["server"] != self.server:
-            failed = ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
+            failed = pipeline.ReadOutcome("failed", reason=f"server {read['server']} is not connected to this proxy")
             on_answer()
             return lambda: failed
-        return start_read(self.upstream, read, timeout=self.options.read_timeout,
-                          max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta, on_answer=on_answer)
+        return pipeline.start_read(self.upstream, read, timeout=self.options.read_timeout,
+                                   max_bytes=self.options.max_snapshot_bytes, meta=self.modern_meta, on_answer=on_answer)
 
     def request_for(self, server: str) -> Callable[..., Any]:
         """The blocking ``request(method, params, *, timeout, meta)`` of ``server``'s connection."""
@@ -1152,7 +1152,6 @@ class _Owed:
     __slots__ = ("_lane", "_lock")
 
     def __init__(self, lane: SimpleQueue) -> None:
-        import _thread
         self._lane: SimpleQueue | None = lane
         self._lock = _thread.allocate_lock()
 
@@ -1163,11 +1162,23 @@ class _Owed:
             lane.put(_FLUSH)
 
 
+_PIPELINE: Any = None
+
+
+def _pipeline_module() -> Any:
+    """synartesis.proxy.pipeline, imported at the first tools/call (it and the policy
+    references, the SQL gate and canonical JSON are not needed to relay a handshake) and kept:
+    an import statement in a function costs about 1 µs a call even when the module is loaded."""
+    global _PIPELINE
+    if _PIPELINE is None:
+        import synartesis.proxy.pipeline as pipeline
+        _PIPELINE = pipeline
+    return _PIPELINE
+
+
 def _handle_call(host: Engine, ctx: CallContext) -> None:
-    """The pipeline, imported at the first tools/call (it and the policy references, the SQL
-    gate and canonical JSON are not needed to relay a handshake)."""
-    from synartesis.proxy.pipeline import handle_call
-    handle_call(host, ctx)
+    """The pipeline (see :func:`_pipeline_module`)."""
+    (_PIPELINE or _pipeline_module()).handle_call(host, ctx)
 
 
 def _is_modern(msg: Any) -> bool:

@@ -37,7 +37,7 @@ from synartesis.errors import JournalError
 from synartesis.journal.rows import CREATED_NOTHING, NOTHING_TO_RESTORE
 from synartesis.log import log
 from synartesis.policy.model import CallTemplate, Rule
-from synartesis.policy.refs import RefError, resolve_template
+from synartesis.policy.refs import RefError, parse_ref, references, resolve_template
 from synartesis.policy.sqlgate import should_gate
 from synartesis.proxy.call import (
     SURROGATE_REFUSAL,
@@ -290,7 +290,6 @@ def resolve_call(template: CallTemplate, scope: dict) -> dict:
 def _inverse_problem(rule: Rule, args: Any, snapshot: Any) -> str | None:
     """Why the rule's inverse cannot be built from the arguments and pre-read (None if it can,
     as far as can be told before the call: ``$result`` references are checked after it)."""
-    from synartesis.policy.refs import references
     scope: dict[str, Any] = {"args": args}
     if rule.snapshot is not None:
         scope["snapshot"] = snapshot
@@ -311,7 +310,6 @@ def _created_nothing(rule: Rule, inverse: list) -> bool:
     list is the answer naming nothing; an empty list that is a whole value (``$result.previous``,
     ``$snapshot.tags``, a literal ``[]``) is a state to put back (see
     :func:`synartesis.journal.rows.acts_on_nothing`)."""
-    from synartesis.policy.refs import parse_ref
     if len(inverse) != len(rule.inverse):
         return False
     for call, template in zip(inverse, rule.inverse):
@@ -326,7 +324,6 @@ def _created_nothing(rule: Rule, inverse: list) -> bool:
 
 
 def _uses_snapshot(rule: Rule) -> bool:
-    from synartesis.policy.refs import references
     return any(ns == "snapshot" for call in rule.inverse for _, ns in references(call.args))
 
 
