@@ -7,7 +7,7 @@ actions, gates, undo attempts) is a mixin over :class:`JournalBase`, in a module
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -167,6 +167,12 @@ class JournalBase:
 
     def _may_collect(self) -> bool:  # provided by TeamMixin: payloads are shared by the team
         return True
+
+    def _snapshot(self) -> Any:
+        """The backend's consistent-read context (:meth:`SqliteBackend.snapshot`); a backend
+        without one reads statement by statement."""
+        snap = getattr(self.db, "snapshot", None)
+        return snap() if snap is not None else nullcontext()
 
     @contextmanager
     def _guard(self, op: str) -> Iterator[None]:

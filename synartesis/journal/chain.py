@@ -116,7 +116,7 @@ class ChainMixin(BlobsMixin):
         """
         problems: list[str] = []
         self._drop_payload_caches()
-        with self._guard("audit"):
+        with self._guard("audit"), self._snapshot():
             run = self._one("SELECT head, servers, session_id, pid, proxy_started, host FROM runs WHERE id = ?", (run_id,))
             events = self._all("SELECT id, action_id, undo_id, at, kind, data, prev, hash FROM events "
                                "WHERE run_id = ? ORDER BY id", (run_id,))

@@ -240,6 +240,25 @@ class SqliteBackend:
                                "(its file or write-ahead log is not the one opened); nothing more is written "
                                "through this connection: restart the client so its proxies open the journal again")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see one state of the journal: a read transaction (WAL gives it a snapshot
+        at its first SELECT), so a commit by another process between them is seen by all or by
+        none (adversarial review 19, F7: an audit read a redo's events before its status update
+        and its action rows after, and called the run tampered). Nested in a transaction
+        already open, that one is used."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error:
+                pass
+
     # -- schema bookkeeping ------------------------------------------------------------------
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])

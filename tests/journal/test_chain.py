@@ -175,3 +175,28 @@ def test_an_action_state_built_as_text_is_its_canonical_json():
         assert action_state_text(a, None if step is None else canonical(step)) == canonical(want)
 
     check()
+
+
+def test_an_audit_while_another_connection_commits_status_changes_sees_one_state(tmp_path):
+    """Adversarial review 19, F7: `undo` while a redo of the same session ran said the run
+    "fails its audit … edited afterwards": the audit read the events, the redo committed a
+    status change and its event, then the audit read the action rows. Its reads are one
+    snapshot now: here the other connection commits right after the events are read."""
+    from synartesis.journal import Journal
+    path = tmp_path / "j.db"
+    with Journal.open(path, create=True) as j:
+        run = j.begin_run("t", {})
+        aid = j.record_action(run, "s", "w", "reversible", None, {"n": 1}).id
+        j.set_action_status(aid, "applied")
+    with Journal.open(path) as reader, Journal.open(path) as other:
+        plain = reader._all
+
+        def all_then_commit(sql, params=()):
+            rows = plain(sql, params)
+            if "FROM events" in sql:
+                other.set_action_status(aid, "rolled_back")  # a redo's or undo's commit in between
+            return rows
+
+        reader._all = all_then_commit
+        result = reader.audit(run)
+    assert result.ok, result.problems
