@@ -370,7 +370,11 @@ class MultiEngine(Engine):
 
     def on_child_close(self, server: str) -> None:
         """A child can send nothing more: its calls in flight become ``unknown``; the session
-        ends (as the single-server form follows its server out)."""
+        ends (as the single-server form follows its server out), and stderr says which one
+        ended it (adversarial review 19, F11: the proxy and its other servers ended unexplained)."""
+        if not self._stop.is_set():
+            log("error", "a server exited; the proxy and its other servers end with it", server=server,
+                others=sorted(n for n in self.upstreams if n != server))
         for ctx in list(self._inflight.values()):
             if self._owner.get(ctx.id_key) == server:
                 self._inflight.pop(ctx.id_key, None)

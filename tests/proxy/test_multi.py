@@ -72,3 +72,46 @@ tools:
         assert [(a.server, a.tool, a.status) for a in acts] == [
             ("files", "write_file", "applied"), ("memory", "create_entities", "applied"),
             ("kv", "get", "applied"), ("kv", "put", "gated")]
+
+
+def test_a_server_that_dies_ends_the_multi_form_and_says_which(tmp_path):
+    """Adversarial review 19, F11: killing one child ended the proxy and its other servers with
+    nothing on stderr above debug. The form still follows any of its servers out (as the
+    single-server form does), and stderr names the one that ended it."""
+    import signal
+    import time
+
+    from helpers import RawSession
+    states = {n: tmp_path / f"{n}.json" for n in ("a", "b")}
+    for p in states.values():
+        p.write_text(json.dumps({"k": "v"}))
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
+    servers = "".join(f"  {n}:\n    command: {json.dumps(sys.executable)}\n"
+                      f"    args: {json.dumps([*FAKE_SERVER[1:], '--state', str(p)])}\n" for n, p in states.items())
+    manifest.write_text(f"version: 1\nservers:\n{servers}tools:\n  - match: \"*.get\"\n    class: readonly\n")
+    with RawSession(synartesis_argv("proxy", "--manifest", str(manifest), "--journal", str(journal))) as s:
+        s.handshake()
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent_of(int(p)) == s.proc.pid]
+        victim = next(p for p in children if str(states["a"]) in _cmdline(p))
+        os.kill(victim, signal.SIGKILL)
+        s.proc.wait(20)
+        err = s.proc.stderr.read().decode()
+    lines = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
+    assert any(x.get("server") == "a" and "exited" in x["msg"] and x["level"] == "error" and x.get("others") == ["b"]
+               for x in lines), err
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
