@@ -604,7 +604,11 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     owners = {oid: str(k) for k, spec in declared.items() if isinstance(spec, dict)
               for oid in [_policy_origin_id(spec)] if oid is not None}
     wrapped_as: dict[str, list[tuple[tuple[str, str, str, str], str, str]]] = {}  # key -> (oid, ident, label)
-    for f in found.files:
+    # who owns a key is read from every client's files, not only those installed now: `install
+    # --client cursor` after an uninstall gave Cursor's `time` the key `time-cursor`, since the
+    # policy's origin named Codex's entry, which was not read (a new user's round 18, #3)
+    everyone = found if options.client is None else discover(env, select_clients(None), state.projects())
+    for f in everyone.files:
         for entry in (f.view.entries if f.view else []):
             oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
             shown = entry_label(f.descriptor.display_name, entry)

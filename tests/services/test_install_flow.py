@@ -414,3 +414,18 @@ def test_an_edit_of_the_policy_between_install_s_compare_and_its_replace_is_kept
     with pytest.raises(ConflictError):
         apply_install(env, plan)
     assert seen and policy.read_text() == edited
+
+
+def test_an_entry_keeps_its_shared_key_when_only_its_client_is_installed_again(fake_home, tmp_path):
+    """New user 18, #3: Cursor's and Codex's `time` (one command line) shared the key `time`;
+    after an uninstall, `install --client cursor` gave Cursor's the key `time-cursor` (the
+    policy's origin named Codex's entry, whose file that install did not read), and with it a
+    catch-all policy: calls that passed were held."""
+    place(fake_home, "cursor", '{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}')
+    place(fake_home, "codex", '[mcp_servers.time]\ncommand = "uvx"\nargs = ["mcp-server-time"]\n')
+    env = make_env(fake_home)
+    plan, _ = install(env, tmp_path)
+    assert {e.client: e.policy_key for e in plan.entries} == {"cursor": "time", "codex": "time"}
+    uninstall(env)
+    plan, _ = install(env, tmp_path, client="cursor")
+    assert [e.policy_key for e in plan.entries] == ["time"]
