@@ -489,6 +489,20 @@ class ActionsMixin(ChainMixin):
                              (*([server] if server is not None else []), gseq, *states, *skip))
         return [action_from_row(r) for r in rows]
 
+    def reverted_leaving(self, refs: Iterable[str]) -> list[ActionRow]:
+        """Rolled-back writes whose recorded post-state is one of the payloads ``refs`` (refs
+        are content-addressed: the same state, the same ref); oldest first. Used by undo to
+        find an older call an undo reverted while a newer one that replaced its state was in
+        effect (:meth:`synartesis.undo.engine._Walk.undone_under`)."""
+        want = sorted(set(refs))
+        rows: list = []
+        with self._guard("read actions"):
+            for k in range(0, len(want), 500):
+                part = want[k:k + 500]
+                rows += self._all(f"SELECT {ACTION_COLS} FROM actions WHERE status = 'rolled_back' AND class != 'readonly' "
+                                  f"AND post_ref IN ({','.join('?' * len(part))})", tuple(part))
+        return sorted((action_from_row(r) for r in rows), key=lambda a: a.gseq or 0)
+
     def recent_actions(self, limit: int = 12) -> list[ActionRow]:
         """The newest actions across runs, oldest first."""
         with self._guard("read actions"):

@@ -525,6 +525,11 @@ class BlobsMixin(JournalBase):
         """An action's payload (None for None), its strings from :data:`ACTION_BLOB_MIN` up as blobs."""
         return None if value is None else self.put_json(value, ACTION_BLOB_MIN)
 
+    def payload_ref(self, value: Any) -> str | None:
+        """The ref an action's payload ``value`` is (or would be) stored under, storing nothing:
+        refs are content-addressed, so two payloads of one value share it."""
+        return None if value is None else self._encode_json(value, ACTION_BLOB_MIN)[0]
+
     def get_json(self, ref: str | None) -> Any:
         """The value stored under ``ref`` (None for None)."""
         if ref is None:

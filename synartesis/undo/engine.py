@@ -802,6 +802,8 @@ class _Walk:
         self.next: ActionRow | None = None  # the action take_steps reaches after this one
         self.preclaimed: ActionRow | None = None  # claimed ahead by preclaim, nothing of it sent yet
         self.others = OtherRuns(j, runs, self.load)  # other sessions' later writes (foreign_after)
+        self._undone: dict[str, list[ActionRow]] | None = None  # rolled-back writes by post-state (undone_under)
+        self._replaced: dict[str, str] = {}  # action id -> the ref of the state it replaced
         # (action, its drift read, when it was sent: time.monotonic()) sent by preclaim
         self.ahead: tuple[str, Callable[[], ReadOutcome], float] | None = None
 
@@ -1176,6 +1178,22 @@ class _Walk:
                                 "too, unnamed. Undo that session first, or `--force` to see what this undo would "
                                 "overwrite, then `--force --yes` to overwrite it."))
 
+        if not forced and before is not None and not opts.force:
+            older = self.undone_under(a)
+            if older is not None:
+                # what this call replaced is what an older call left, and an undo has reverted
+                # that call since: putting it back would bring that call's change back, and the
+                # run would read rolled_back (adversarial review 19, F3: a call stepped over by
+                # --force landed later, and the next undo restored the undone write)
+                if claimed and not preview:
+                    j.set_action_status(a.id, a.status, expect=("rolling_back",))
+                return Step(a.seq, a.id, q, "halt", "what this call replaced was left by an older call that an undo "
+                            "has reverted since", check=check, detail=(
+                                f"{self.label(older)} {older.qualified} left the state this call replaced, and was "
+                                "reverted while this call was in effect (stepped over by `--force`, or its run undone "
+                                "on its own). Putting back what this call replaced would bring that change back. "
+                                "Decide by hand; `--force --yes` puts it back all the same."))
+
         if verified and unknown:
             reason = ("outcome unknown, but the resource is as the call would have left it: it applied; "
                       + ("the inverse would be applied" if preview else "applying inverse"))
@@ -1278,6 +1296,42 @@ class _Walk:
     def foreign_after(self, a: ActionRow) -> list[tuple[ActionRow, RunRow | None]]:
         """:meth:`OtherRuns.after` for this walk."""
         return self.others.after(a)
+
+    def undone_under(self, a: ActionRow) -> ActionRow | None:
+        """An older write to ``a``'s resource, now rolled back, whose post-state is the state
+        ``a`` replaced (and not the state before it, so it changed something): an undo reverted
+        it while ``a`` was in effect. Reverting ``a`` would bring it back. One query per walk
+        (the post-states the walk's captured states name)."""
+        if a.prior != "captured" or not a.snapshot_ref:
+            return None
+        if self._undone is None:
+            self._replaced = {x.id: ref for x in self.j.actions_of(self.runs)
+                              if x.prior == "captured" and x.snapshot_ref and x.cls != "readonly"
+                              for ref in [self.j.payload_ref(prior_state(x, self.load(x.snapshot_ref)))] if ref}
+            self._undone = {}
+            for b in self.j.reverted_leaving(self._replaced.values()):
+                self._undone.setdefault(b.post_ref or "", []).append(b)
+        replaced = self._replaced.get(a.id)
+        # reverted after ``a`` was made (its row's last change is later): one reverted before
+        # left the state ``a`` replaced to someone else (a person writing the same value again)
+        found = [b for b in self._undone.get(replaced or "", []) if (b.gseq or 0) < (a.gseq or 0) and b.id != a.id
+                 and b.snapshot_ref != a.snapshot_ref and (b.updated_at or "") > (a.created_at or "")]
+        if not found:
+            return None
+        run = self.runs.get(a.run_id)
+        if run is None:
+            return None
+        same = same_resource(self.j, run, a)
+        for b in reversed(found):  # the newest such call
+            b_run = self.runs.get(b.run_id)
+            if b_run is None:
+                try:
+                    b_run = self.j.find_run(b.run_id)
+                except UsageError:
+                    continue
+            if same(b_run, b):
+                return b
+        return None
 
     def elsewhere_note(self, a: ActionRow) -> str:
         """A detail line naming what other runs wrote to ``a``'s resource after it

@@ -128,3 +128,25 @@ def test_undoing_one_run_halts_on_a_later_run_of_its_session_that_wrote_the_valu
     assert f"{second.id[:8]}:1 kv.put" in halted.stdout and json.loads(state.read_text())["k0"] == "A"
     whole = cli("undo", "one", *flags)  # the session as a whole: both runs, newest first
     assert whole.returncode == 0 and json.loads(state.read_text())["k0"] == "v0", whole.stdout + whole.stderr
+
+
+def test_undo_halts_rather_than_bring_back_a_write_an_undo_already_reverted(tmp_path):
+    # adversarial review 19, F3: a newer call replaced what an older call left; the older one
+    # was reverted first (--force --yes, or its run undone alone); undoing the newer one put
+    # back the older call's change and the run read rolled_back
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _sessions(lambda _server: argv, [("one", "kv", ["A"]), ("one", "kv", ["B"])])
+    with open_journal(journal) as j:
+        first, second = sorted(j.list_runs(), key=lambda r: r.started_at)
+    forced = cli("undo", first.id[:10], "--force", "--yes", *flags)
+    assert forced.returncode == 0 and json.loads(state.read_text())["k0"] == "v0", forced.stdout + forced.stderr
+    # the newer call's write lands after that (in the review, a call --force stepped over while
+    # its server was stopped): the resource is as the newer call left it
+    store = json.loads(state.read_text())
+    state.write_text(json.dumps({**store, "k0": "B"}, sort_keys=True, indent=1))
+    halted = cli("undo", second.id[:10], *flags)
+    assert halted.returncode == 1 and "an undo has reverted since" in halted.stdout, halted.stdout + halted.stderr
+    assert json.loads(state.read_text())["k0"] == "B"  # A is not brought back
+    over = cli("undo", second.id[:10], "--force", "--yes", *flags)
+    assert over.returncode == 0 and json.loads(state.read_text())["k0"] == "A", over.stdout + over.stderr
