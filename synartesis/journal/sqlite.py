@@ -322,6 +322,12 @@ class SqliteBackend:
         if "malformed" in text or "disk image" in text:
             return JournalConfigError(f"the journal at {path} is damaged ({text}); keep a copy of it (it holds "
                                       "everything an agent did) and point --journal at a new file")
+        if op == "open" and path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            # SQLite writes the -wal and -shm beside a WAL journal even to read it: a read-only
+            # file or folder is where it lives, a configuration error (adversarial review 19, F15)
+            return JournalConfigError(f"the journal at {path} could not be opened: {text}; it or its folder is "
+                                      "read-only, and SQLite writes the journal's -wal and -shm beside it even to "
+                                      "read it (copy it somewhere writable and point --journal at the copy)")
         if op == "open":
             return JournalError(f"the journal at {path} could not be opened: {text}")
         return JournalError(f"journal {op} failed ({path}): {text}")
