@@ -90,8 +90,9 @@ class _Located:
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    raise self.error(path, "YAML merge keys (<<) are not supported in a policy")
+                if key_node.tag == "tag:yaml.org,2002:merge":  # at the << itself (review 19, F14: 1:1)
+                    raise PolicyError("YAML merge keys (<<) are not supported in a policy; write the keys out",
+                                      self.filename, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                 key = self._scalar(key_node)
                 if not isinstance(key, (str, int, float, bool)) or isinstance(key, bool):
                     raise PolicyError("keys must be plain strings", self.filename,

@@ -78,6 +78,8 @@ CASES = [
      "this rule holds none"),
     ("on_absent on the rule", HEAD + "  - match: fs.a\n    class: reversible\n    on_absent: send\n"
      "    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n", 9, 5, "on_absent belongs on a read: the rule's snapshot"),
+    ("merge key", "version: 1\nservers:\n  a: {command: x}\n<<: {tools: []}\n", 4, 1,
+     "YAML merge keys (<<) are not supported"),
     ("verify on reversible", HEAD + "  - match: fs.a\n    class: reversible\n    inverse: {tool: fs.b}\n    verify: {tool: fs.c}\n",
      10, 13, "verify is for compensable tools"),
     ("verify with snapshot", HEAD + "  - match: fs.a\n    class: compensable\n    snapshot: {tool: fs.r}\n    inverse: {tool: fs.b}\n"
