@@ -529,13 +529,15 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         if j.close_stale():  # a run whose proxy is gone ends now; its in-flight calls become unknown
             fresh = {r.id: r for r in (j.session_runs(target.id) if target.kind == "session" else [j.find_run(target.id)])}
             target.runs = [fresh.get(r.id, r) for r in target.runs]
-    if not opts.dry_run and not opts.force:
+    if not opts.force:  # a dry run too: it said "the real undo would stop here too" of a step the
+        # real undo never reached, refusing for the audit first (adversarial review 19, F12)
         for r in target.runs:
             audit = j.audit(r.id)
             if not audit.ok:
+                would = "the real undo would refuse: " if opts.dry_run else ""
                 raise ConflictError(f"the journal of run {r.id[:8]} fails its audit, so its records cannot be "
-                                    "trusted to undo from: " + "; ".join(audit.problems[:3])
-                                    + " (see `synartesis audit`; --force undoes anyway)")
+                                    f"trusted to undo from ({would}" + "; ".join(audit.problems[:3])
+                                    + "; see `synartesis audit`; --force undoes anyway)")
     if target.kind == "run":
         actions = sorted(j.actions(target.id), key=lambda a: -a.seq)
     else:
