@@ -598,7 +598,21 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         if needed:
             pool.start(needed)
         report.warnings.extend(pool.warnings)
-        take_steps(j, attempt, in_scope, walk.one, report, walk.deferred, opts.stop)
+        down = sorted((rid, srv) for rid, srv in needed if pool.request(rid, srv) is None)
+        if down and in_scope and not opts.force:
+            # a server an older step needs did not start: say so before anything is sent, not
+            # after the newer steps were undone (adversarial review 19, F16: fsA's step was
+            # reverted, then the undo halted on fsB's and printed the drift menu)
+            first = in_scope[0]
+            rid, srv = down[0]
+            cause, why = launch_cause(pool, rid, srv, pool.why_not(rid, srv))
+            step = Step(first.seq, first.id, first.qualified, "halt", f"server {srv}, which this undo needs, could "
+                        "not be started, so nothing was sent", detail=why, cause=cause or "launch")
+            step.run, step.gseq = first.run_id, first.gseq
+            report.steps.append(step)
+            report.halted = step
+        else:
+            take_steps(j, attempt, in_scope, walk.one, report, walk.deferred, opts.stop)
         for a in kept:
             report.steps.append(Step(a.seq, a.id, a.qualified, "kept", f"below --to {opts.to}, so it is left as it is",
                                      run=a.run_id, gseq=a.gseq))

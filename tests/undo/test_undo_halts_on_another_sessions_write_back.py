@@ -150,3 +150,22 @@ def test_undo_halts_rather_than_bring_back_a_write_an_undo_already_reverted(tmp_
     assert json.loads(state.read_text())["k0"] == "B"  # A is not brought back
     over = cli("undo", second.id[:10], "--force", "--yes", *flags)
     assert over.returncode == 0 and json.loads(state.read_text())["k0"] == "A", over.stdout + over.stderr
+
+
+def test_undo_halts_before_sending_anything_when_a_server_an_older_step_needs_cannot_start(tmp_path):
+    # adversarial review 19, F16: the newer step was undone, then the undo halted on the older
+    # one whose server could not start (and printed the drift menu)
+    from helpers import FAKE_SERVER, proxy_argv
+    manifest, journal, state, argv = kv_proxy(tmp_path, policy=TWO_NAMES)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    wrapper = tmp_path / "kv2.sh"
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(FAKE_SERVER) + ' "$@"\n')
+    wrapper.chmod(0o755)
+    older = proxy_argv("kv2", manifest, journal, [str(wrapper), "--state", str(state)])
+    _sessions(lambda server: older if server == "kv2" else argv, [("one", "kv2", ["A"]), ("one", "kv", ["B"])])
+    wrapper.unlink()  # kv2's launch line no longer starts anything
+    halted = cli("undo", "one", *flags)
+    assert halted.returncode == 1 and "could not be started, so nothing was sent" in halted.stdout, \
+        halted.stdout + halted.stderr
+    assert "Three ways on" not in halted.stdout
+    assert json.loads(state.read_text())["k0"] == "B"  # the newer step was not undone either
