@@ -418,6 +418,18 @@ def kv_proxy(tmp_path: Path, seed: dict | None = None, policy: str = FAKE_POLICY
     manifest.write_text(policy)
     state.write_text(json.dumps({"k0": "v0", "k1": "v1"} if seed is None else seed, sort_keys=True, indent=1))
     return manifest, journal, state, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(state)])
+def kv_logged(tmp_path: Path) -> tuple[Path, Path, Path, Path, dict, list[str]]:
+    """(policy, journal, store, call log, env, proxy argv): a kv proxy whose fake server logs
+    every call it receives to the call log (``FAKE_LOG``), the store starting as
+    ``{"k": "old"}``."""
+    manifest, journal, store, log = (tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json",
+                                     tmp_path / "calls.jsonl")
+    manifest.write_text(FAKE_POLICY)
+    store.write_text(json.dumps({"k": "old"}))
+    env = dict(os.environ, FAKE_LOG=str(log))
+    return manifest, journal, store, log, env, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(store)])
+
+
 def start_slow_put(s: "RawSession", journal: Path, delay: float) -> None:
     """On a fresh kv session: write k0 = "agent" (applied), then send a slow write of k1 = "x"
     and return once its row is recorded (its answer is ``delay`` seconds away)."""

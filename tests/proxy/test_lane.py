@@ -7,20 +7,10 @@ answered before the next write is sent, even when the server answers reads out o
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 
-from helpers import FAKE_POLICY, FAKE_SERVER, FS_POLICY, RawSession, cli, files_proxy, open_journal, proxy_argv
-
-
-def _kv(tmp_path):
-    manifest, journal, store, log = (tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json",
-                                     tmp_path / "calls.jsonl")
-    manifest.write_text(FAKE_POLICY)
-    store.write_text(json.dumps({"k": "old"}))
-    env = dict(os.environ, FAKE_LOG=str(log))
-    return manifest, journal, store, log, env, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(store)])
+from helpers import FAKE_POLICY, FS_POLICY, RawSession, cli, files_proxy, kv_logged, open_journal
 
 
 def _call(mid, name, arguments):
@@ -28,7 +18,7 @@ def _call(mid, name, arguments):
 
 
 def test_a_queued_call_cancelled_before_it_was_sent_is_never_sent(tmp_path):
-    manifest, journal, store, log, env, argv = _kv(tmp_path)
+    manifest, journal, store, log, env, argv = kv_logged(tmp_path)
     with RawSession(argv, env=env) as s:
         s.handshake()
         s.send(_call(1, "slow_put", {"key": "k", "value": "slow", "delay": 1}))
@@ -43,7 +33,7 @@ def test_a_queued_call_cancelled_before_it_was_sent_is_never_sent(tmp_path):
 
 
 def test_an_in_flight_write_the_client_cancels_is_unknown_and_its_answer_still_arrives(tmp_path):
-    manifest, journal, store, log, env, argv = _kv(tmp_path)
+    manifest, journal, store, log, env, argv = kv_logged(tmp_path)
     with RawSession(argv, env=env) as s:
         s.handshake()
         s.send(_call(1, "slow_put", {"key": "k", "value": "late", "delay": 1}))
@@ -60,7 +50,7 @@ def test_an_in_flight_write_the_client_cancels_is_unknown_and_its_answer_still_a
 
 
 def test_a_signal_while_queued_calls_drain_ends_the_proxy_at_once(tmp_path):
-    manifest, journal, store, log, env, argv = _kv(tmp_path)
+    manifest, journal, store, log, env, argv = kv_logged(tmp_path)
     s = RawSession(argv, env=env)
     try:
         s.handshake()
@@ -111,7 +101,7 @@ _SLOW_READ_POLICY = FAKE_POLICY.replace(
 def test_a_writes_post_read_is_answered_before_the_next_write_is_sent(tmp_path):
     # the first put's post-read is answered 0.8 s late, the second put's pre-read at once: were
     # the second put sent before the first post-read came back, that read would see its value
-    manifest, journal, store, log, env, argv = _kv(tmp_path)
+    manifest, journal, store, log, env, argv = kv_logged(tmp_path)
     manifest.write_text(_SLOW_READ_POLICY)
     with RawSession(argv, env=env) as s:
         s.handshake()

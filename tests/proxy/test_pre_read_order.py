@@ -5,9 +5,8 @@ while an earlier write is at the server, nor for a call the lane holds."""
 from __future__ import annotations
 
 import json
-import os
 
-from helpers import FAKE_POLICY, FAKE_SERVER, FS_POLICY, RawSession, files_proxy, open_journal, proxy_argv
+from helpers import FS_POLICY, RawSession, files_proxy, kv_logged, open_journal
 
 
 def _call(mid, name, arguments):
@@ -40,17 +39,8 @@ def test_back_to_back_writes_each_record_the_state_they_replaced_a_persons_edit_
         assert [j.get_json(a.snapshot_ref)["content"] for a in acts] == expected
 
 
-def _kv(tmp_path):
-    manifest, journal, store, log = (tmp_path / "synartesis.yaml", tmp_path / "journal.db", tmp_path / "kv.json",
-                                     tmp_path / "calls.jsonl")
-    manifest.write_text(FAKE_POLICY)
-    store.write_text(json.dumps({"k": "old"}))
-    env = dict(os.environ, FAKE_LOG=str(log))
-    return manifest, journal, log, env, proxy_argv("kv", manifest, journal, [*FAKE_SERVER, "--state", str(store)])
-
-
 def test_a_write_sent_while_the_one_before_is_at_the_server_reads_the_state_it_left(tmp_path):
-    manifest, journal, log, env, argv = _kv(tmp_path)
+    manifest, journal, _store, log, env, argv = kv_logged(tmp_path)
     with RawSession(argv, env=env) as s:
         s.handshake()
         s.send(_call(1, "slow_put", {"key": "k", "value": "first", "delay": 0.5}))
@@ -70,7 +60,7 @@ def test_a_write_sent_while_the_one_before_is_at_the_server_reads_the_state_it_l
 
 
 def test_a_write_the_lane_holds_sends_no_pre_read(tmp_path):
-    manifest, journal, log, env, argv = _kv(tmp_path)
+    manifest, journal, _store, log, env, argv = kv_logged(tmp_path)
     with RawSession(argv, env=env) as s:
         s.handshake()
         assert s.call(1, "put", {"key": "k", "value": "fine"}).get("isError") is not True
