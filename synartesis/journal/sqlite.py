@@ -105,6 +105,13 @@ class SqliteBackend:
             if not stat.S_ISREG(st.st_mode):  # a FIFO would block or fail as "disk I/O error"
                 raise JournalConfigError(f"the journal at {p} could not be opened: it is not a regular file "
                                          f"({_kind(st.st_mode)})")
+            if st.st_nlink > 1:
+                # SQLite finds its -wal and -shm by the name it was given: two names of one file
+                # are two logs and two lock files, and writers through both corrupt it
+                # (adversarial review 20, F7: 120 writes through two hard links, then "malformed")
+                raise JournalConfigError(f"the journal at {p} has {st.st_nlink} names (hard links, as `cp -al` "
+                                         "makes): SQLite keeps one write-ahead log and lock per name, so writing "
+                                         "through two corrupts it; remove the other names, or copy the file")
             created = st.st_size == 0  # made by a proxy starting beside this one, or by hand
             if created and not create and _empty(p.parent / (p.name + "-wal")):
                 # only a proxy starts a journal: another command would have made one of an
@@ -211,9 +218,13 @@ class SqliteBackend:
         self.conn.execute("COMMIT")
 
     def _identity(self) -> tuple[int, ...] | None:
-        """(device, inode) of the journal file and of its ``-wal``; None when either is missing."""
+        """(device, inode) of the journal file and of its ``-wal``; None when either is missing.
+        The log is beside the file a symlinked journal points at, as SQLite puts it there
+        (adversarial review 20, F6: it was looked for beside the link, and every write of a
+        symlinked journal was refused)."""
         try:
-            db, wal = os.stat(self.path), os.stat(f"{self.path}-wal")
+            db = os.stat(self.path)
+            wal = os.stat(os.path.realpath(self.path) + "-wal")
         except OSError:
             return None
         return (db.st_dev, db.st_ino, wal.st_dev, wal.st_ino)

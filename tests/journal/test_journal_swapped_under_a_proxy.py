@@ -33,3 +33,33 @@ def test_a_write_after_the_journal_was_swapped_or_deleted_is_not_sent(tmp_path, 
         assert "replaced or deleted" in json.dumps(refused)
         assert json.loads(state.read_text())["k1"] == "v1"  # never sent
         s.close()
+
+
+def test_a_journal_that_is_a_symlink_is_written_through(tmp_path):
+    # adversarial review 20, F6: its -wal was looked for beside the link (SQLite puts it beside
+    # the file the link points at), and every write was refused as "replaced or deleted"
+    real = tmp_path / "real"
+    real.mkdir()
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    os.symlink(real / "journal.db", journal)
+    with RawSession(argv) as s:
+        s.handshake()
+        for n in range(1, 4):
+            reply = s.call(n, "put", {"key": "k0", "value": f"v{n}"})
+            assert not reply.get("isError"), reply
+        s.close()
+    with open_journal(journal) as j:
+        assert len([a for r in j.list_runs() for a in j.actions(r.id)]) == 3
+
+
+def test_a_journal_with_two_names_is_refused_before_anything_is_written(tmp_path):
+    # adversarial review 20, F7: two proxies writing through two hard links of one journal
+    # corrupted it ("malformed"), every write answered success
+    from helpers import cli
+
+    from synartesis.journal import Journal
+    with Journal.open(tmp_path / "j.db", create=True) as j:
+        j.begin_run("t", {})
+    os.link(tmp_path / "j.db", tmp_path / "other.db")
+    done = cli("list", "--journal", str(tmp_path / "j.db"))
+    assert done.returncode == 2 and "hard links" in done.stderr, done.stdout + done.stderr
