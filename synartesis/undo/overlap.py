@@ -13,19 +13,39 @@ name (a later call that merely mentions ``alice``) refuses too, and ``--force`` 
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from synartesis.canonical import canonical
 from synartesis.journal import RunRow
 
-__all__ = ["leaves", "undo_touches", "action_touches", "shares"]
+__all__ = ["leaves", "undo_touches", "action_touches", "shares", "spelled_once"]
 
 Touch = set[tuple[str, str]]  # (server as launched, canonical identifier)
 
 
+def spelled_once(value: Any) -> Any:
+    """``value`` with every absolute POSIX path in it written one way (``/a/./b``, ``/a//b``,
+    ``/a/x/../b`` and ``/a/b/`` as ``/a/b``), so a resource reached under another spelling is
+    the same resource (adversarial review 19, F5: ``data/./c.txt`` slipped past the
+    other-session halt). Lexical only: a symlink is not followed, nor a relative path resolved.
+    A string that merely starts with ``/`` is rewritten the same way, which can only make two
+    names equal, never split one."""
+    if isinstance(value, str):
+        if value.startswith("/") and ("/." in value or "//" in value or (value.endswith("/") and len(value) > 1)):
+            return "/" + posixpath.normpath(value).lstrip("/")
+        return value
+    if isinstance(value, dict):
+        return {k: spelled_once(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [spelled_once(v) for v in value]
+    return value
+
+
 def leaves(value: Any) -> set[str]:
     """The canonical texts of every string and number inside ``value`` (a JSON value), at any
-    depth (iteratively: a server's answer may nest past Python's recursion limit)."""
+    depth (iteratively: a server's answer may nest past Python's recursion limit); absolute
+    paths as :func:`spelled_once` writes them."""
     out: set[str] = set()
     stack = [value]
     while stack:
@@ -36,14 +56,19 @@ def leaves(value: Any) -> set[str]:
             stack.extend(v)
         elif isinstance(v, bool) or v is None or v == "":
             continue
-        elif isinstance(v, (str, int, float)):
+        elif isinstance(v, str):
+            out.add(canonical(spelled_once(v)))
+        elif isinstance(v, (int, float)):
             out.add(canonical(v))
     return out
 
 
 def _server(run: RunRow | None, name: Any) -> str:
+    """A server as its run launched it: its launch line, under whatever name (two entries of
+    one command line are one server: adversarial review 20, F1); its name when the run
+    recorded no launch line."""
     launch = (run.servers.get(name) if run is not None and isinstance(name, str) else None) or {}
-    return canonical([name, {k: launch.get(k) for k in ("command", "args", "cwd")}])
+    return canonical([None if launch.get("command") else name, {k: launch.get(k) for k in ("command", "args", "cwd")}])
 
 
 def _calls(run: RunRow | None, calls: list[dict]) -> Touch:

@@ -169,3 +169,33 @@ def test_undo_halts_before_sending_anything_when_a_server_an_older_step_needs_ca
         halted.stdout + halted.stderr
     assert "Three ways on" not in halted.stdout
     assert json.loads(state.read_text())["k0"] == "B"  # the newer step was not undone either
+
+
+def test_another_sessions_move_onto_the_file_under_another_name_halts_the_undo(tmp_path, fs_server):
+    # adversarial review 20, F1: sb (the same server as fb) moved the file away and another file
+    # holding the same text onto it; the move has no read, and was compared by identifiers on
+    # the server "as named", so undoing sa overwrote the moved-in file unnamed
+    from helpers import files_proxy
+    rules = FILES.split("tools:\n", 1)[1] + """  - match: "files.move_file"
+    class: reversible
+    inverse: {tool: files.move_file, args: {source: "$.destination", destination: "$.source"}}
+"""
+    policy = ("version: 1\nservers:\n  files: {}\n  fb: {}\ntools:\n" + rules + rules.replace("files.", "fb."))
+    root, argv = files_proxy(tmp_path, fs_server, policy=policy)
+    x, y, z = root / "x.txt", root / "y.txt", root / "z.txt"
+    x.write_text("O")
+    y.write_text("A")
+    at = argv.index("--server") + 1
+    as_fb = [*argv[:at], "fb", *argv[at + 1:]]
+    with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION="sa")) as s:
+        s.handshake()
+        assert not s.call(1, "write_file", {"path": str(x), "content": "A"}).get("isError")
+    with RawSession(as_fb, env=dict(os.environ, SYNARTESIS_SESSION="sb")) as s:
+        s.handshake()
+        assert not s.call(1, "move_file", {"source": str(x), "destination": str(z)}).get("isError")
+        assert not s.call(2, "move_file", {"source": f"{root}/./y.txt", "destination": str(x)}).get("isError")
+    flags = ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+    halted = cli("undo", "sa", *flags)
+    assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
+    assert "fb.move_file" in halted.stdout
+    assert x.read_text() == "A" and not y.exists() and z.read_text() == "A"
