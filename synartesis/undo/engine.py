@@ -494,6 +494,15 @@ class OtherRuns:
             return "another session"
         return "another run of this session"
 
+    def undo_first(self, found: list[tuple[ActionRow, RunRow | None]]) -> str:
+        """The way on that keeps what :meth:`after`'s writes did: undo their session first, or,
+        for another run of this session, that run (adversarial review 20, F11: "undo that
+        session first" named the session being undone)."""
+        b, r = found[-1]
+        if self.who(found) == "another session" and r is not None and r.session_id:
+            return f"Undo that session first (`synartesis undo {r.session_id}`)"
+        return f"Undo that run first (`synartesis undo {b.run_id[:10]}`)"
+
     @staticmethod
     def names(found: list[tuple[ActionRow, RunRow | None]]) -> str:
         """:meth:`after`'s writes as a report names them: run:seq (as ``show`` lists them), tool,
@@ -1185,8 +1194,8 @@ class _Walk:
                 return Step(a.seq, a.id, q, "halt", f"{self.others.who(foreign)} wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
                                 f"written after it by {self.others.who(foreign)}: {names}. Reverting this call would undo that "
-                                "too, unnamed. Undo that session first, or `--force` to see what this undo would "
-                                "overwrite, then `--force --yes` to overwrite it."))
+                                f"too, unnamed. {self.others.undo_first(foreign)}, or `--force` to see what this undo "
+                                "would overwrite, then `--force --yes` to overwrite it."))
 
         if not forced and before is not None and not opts.force:
             older = self.undone_under(a)

@@ -348,12 +348,17 @@ class _Redo:
                 verified, reason = True, ("state is as the undo left it; " if by is None else
                                           f"checked against the state step {by} leaves (a dry run sends nothing); ") + (
                     "the call would be sent again" if self.preview else "sending the call again")
-            elif post is not None and same_state(now, post, verify):
+            elif post is not None and same_state(now, post, verify) and (opts.force or not self.others.after(a)):
+                # as this call left it, and no other run wrote it since: redone already (one
+                # that wrote it back to this state falls through to the halt below: adversarial
+                # review 20, F8, this said "redone" and the other run's undo then wiped it)
                 if not self.preview:
                     j.set_action_status(a.id, "applied", note="found already as this call left it (redo)",
                                         expect=("rolled_back",), reverted=None)
                 return Step(a.seq, a.id, q, "already-redone", "the resource is already as this call left it",
                             verified=True, check=check)
+            elif post is not None and same_state(now, post, verify):
+                pass  # another run's write-back: the check below halts on it
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state the undo left it in.\n"
                           f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}")
@@ -373,8 +378,8 @@ class _Redo:
                 return Step(a.seq, a.id, q, "halt", f"{self.others.who(foreign)} wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
                                 f"written after it by {self.others.who(foreign)}: {OtherRuns.names(foreign)}. Redoing this "
-                                "call would overwrite that, unnamed. Undo that session first, or `--force` to see "
-                                "what this redo would overwrite, then `--force --yes` to overwrite it."))
+                                f"call would overwrite that, unnamed. {self.others.undo_first(foreign)}, or `--force` "
+                                "to see what this redo would overwrite, then `--force --yes` to overwrite it."))
             if foreign and self.preview:
                 return Step(a.seq, a.id, q, "overwrite", f"written since by {self.others.who(foreign)} "
                             f"({OtherRuns.names(foreign)}); --force --yes would send the call anyway, "

@@ -126,6 +126,8 @@ def test_undoing_one_run_halts_on_a_later_run_of_its_session_that_wrote_the_valu
     assert halted.returncode == 1 and "another run of this session wrote this resource" in halted.stdout, \
         halted.stdout + halted.stderr
     assert f"{second.id[:8]}:1 kv.put" in halted.stdout and json.loads(state.read_text())["k0"] == "A"
+    # its way on names that run, not the session being undone (adversarial review 20, F11)
+    assert f"Undo that run first (`synartesis undo {second.id[:10]}`)" in " ".join(halted.stdout.split())
     whole = cli("undo", "one", *flags)  # the session as a whole: both runs, newest first
     assert whole.returncode == 0 and json.loads(state.read_text())["k0"] == "v0", whole.stdout + whole.stderr
 
@@ -199,3 +201,18 @@ def test_another_sessions_move_onto_the_file_under_another_name_halts_the_undo(t
     assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
     assert "fb.move_file" in halted.stdout
     assert x.read_text() == "A" and not y.exists() and z.read_text() == "A"
+
+
+def test_redo_halts_when_another_session_wrote_the_redone_state_back(tmp_path):
+    # adversarial review 20, F8: after sa was undone, sc wrote C and then sa's own value A; redo
+    # of sa said "already as this call left it: redone", and undoing sc then wiped sa's redo
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _sessions(lambda _server: argv, [("sa", "kv", ["A"])])
+    assert cli("undo", "sa", *flags).returncode == 0
+    _sessions(lambda _server: argv, [("sc", "kv", ["C", "A"])])
+    halted = cli("redo", "sa", *flags)
+    assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
+    with open_journal(journal) as j:
+        first = min(j.list_runs(), key=lambda r: r.started_at)
+        assert [a.status for a in j.actions(first.id)] == ["rolled_back"]  # not marked redone
