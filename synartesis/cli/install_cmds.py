@@ -532,7 +532,7 @@ def uninstall(
             print_json(dict(plan_doc(), result=None))
         else:
             out.print("Nothing to restore." + (_left_line(left) if left else ""))
-        raise typer.Exit(problems or (1 if left else 0))
+        raise typer.Exit(problems or (1 if left or plan.purge_waits else 0))
     if not _confirm("Restore these entries?", yes, json_out):
         out.print("Nothing was written.")
         raise typer.Exit(1)
@@ -551,7 +551,7 @@ def uninstall(
             out.print(f"[bold]restart needed[/bold] — {shown(hint)}")
         if left:
             out.print(_left_line(left).strip())
-    raise typer.Exit(problems or (0 if result.ok and not left else 1))
+    raise typer.Exit(problems or (0 if result.ok and not left and not plan.purge_waits else 1))
 
 
 def _left_line(left: list) -> str:

@@ -1177,6 +1177,8 @@ class UninstallPlan:
     #: what the journal a purge deletes holds: ``{"runs", "actions", "held"}`` counts (held:
     #: calls waiting for approval); None when no journal is purged or it could not be read
     journal_holds: dict[str, int] | None = None
+    #: with ``purge``: how many entries still run through synartesis, so nothing is purged
+    purge_waits: int = 0
 
     @property
     def changes(self) -> bool:
@@ -1301,13 +1303,21 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         home = synartesis_home(env)
         ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
         staying = [e for e in state.entries if id(e) not in ending] + [None] * sum(f.strays for f in files)
+        # and every client file this plan does not touch, read for entries that still run
+        # through synartesis with no record at all (adversarial review 20, F3: with the record
+        # empty, a purge deleted the policy and journal a renamed entry still ran through)
+        planned = {str(f.path) for f in files}
+        for f in discover(env, select_clients(None), state.projects()).files:
+            if str(f.location.path) in planned or f.view is None:
+                continue
+            staying += [None for e in f.view.entries if e.kind == "stdio" and is_ours(e.command, e.args)]
         if staying:
             # entries still wrapped (another client's, or one not restored) run through the policy
             # and write the journal: deleting them would hold every call of those servers and lose
             # their undo history (adversarial review 10), so a purge waits until none is left
             warnings.append(f"--purge kept {home}'s policy, journal and install record: {len(staying)} "
-                            f"entr{'ies' if len(staying) != 1 else 'y'} of other clients (or not restored) still "
-                            "run through synartesis; uninstall those too, then purge")
+                            f"entr{'ies' if len(staying) != 1 else 'y'} (not restored, renamed or moved, or another "
+                            "client's) still run through synartesis; put them back or uninstall them, then purge")
         else:
             record = [state_path(env)] if state_path(env).exists() else []
             for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm",
@@ -1316,7 +1326,8 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                     purge_paths.append(p)
             if home / "journal.db" in purge_paths:
                 holds = _journal_holds(home / "journal.db")
-    return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists(), holds)
+    return UninstallPlan(files, purge, purge_paths, restart, warnings, state_path(env).exists(), holds,
+                         purge_waits=len(staying) if purge else 0)
 
 
 def _journal_holds(path: Path) -> dict[str, int] | None:
