@@ -372,13 +372,15 @@ class RunsMixin(ActionsMixin):
         if run.counts.get("unrecoverable") or run.counts.get("rolling_back"):
             return "its undo halted; a person must look at it first"
         with self._guard("read undos"):
-            last = self._one("SELECT status FROM undos WHERE run_id = ? ORDER BY started_at DESC, "
+            last = self._one("SELECT status, kind FROM undos WHERE run_id = ? ORDER BY started_at DESC, "
                              f"{self.db.row_order} DESC LIMIT 1",
                              (run.id,))
         if last is not None and last[0] == "halted":
             # a halt that marks no action (another run's later write, a server still running)
             # keeps the run too (adversarial review 19, F8: prune deleted it)
-            return "its last undo halted; a person must look at it first"
+            what = "redo" if last[1] == "redo" else "undo"
+            return (f"its last {what} halted; a person must look at it first (`synartesis show {run.id[:10]}` "
+                    f"says why; `synartesis {what} {run.id[:10]}` again once that is dealt with frees it)")
         return None
 
     def prune(self, run_ids: list[str]) -> int:

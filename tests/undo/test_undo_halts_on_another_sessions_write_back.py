@@ -29,7 +29,8 @@ def test_undo_halts_when_another_session_wrote_the_resource_back_to_the_same_val
         # the halt marks no action, and prune keeps the run all the same (adversarial review 19, F8)
         [sa] = [r for r in j.list_runs() if any(a.args_ref and j.get_json(a.args_ref) == {"key": "k0", "value": "A"}
                                                 for a in j.actions(r.id)) and len(j.actions(r.id)) == 1]
-        assert j.prunable(sa) == "its last undo halted; a person must look at it first"
+        assert j.prunable(sa).startswith("its last undo halted; a person must look at it first")
+        assert f"`synartesis undo {sa.id[:10]}` again" in j.prunable(sa)
     preview = cli("undo", "sa", "--force", *flags)  # lists what --force --yes would remove
     assert preview.returncode == 1 and "of session s-" in preview.stdout and "nothing has drifted" not in preview.stdout, \
         preview.stdout
