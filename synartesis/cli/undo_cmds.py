@@ -284,6 +284,11 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
         elif report.deferred_checks:
             out.print("\n  nothing this preview could check has drifted; --force --yes would also overwrite whatever the "
                       "steps checked only during the real " + report.kind + " hold. Nothing was sent.")
+        elif report.left_in_place and report.kind != "redo":
+            # it exits 1: say why (adversarial review 20, F14: "nothing has drifted", exit 1)
+            n = len(report.left_in_place)
+            out.print(f"\n  nothing has drifted; --force --yes would leave {n} action{'s' if n != 1 else ''} in place "
+                      "(shown above: it cannot undo them) and do the rest of the plan. Nothing was sent.")
         else:
             out.print("\n  nothing has drifted; --force --yes would do what the plan above shows. Nothing was sent.")
     elif report.dry_run:

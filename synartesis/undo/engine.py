@@ -985,9 +985,10 @@ class _Walk:
                 # never settled by a read while its server may still carry it out: stepped over,
                 # as --force promises (adversarial review 19, F1: the read found it unchanged, the
                 # step said rolled_back, and the write landed after)
-                return Step(a.seq, a.id, q, "permanent", f"outcome unknown, and the server that received it still "
-                            f"runs (pid {running[0]}); stepped over because of --force (whatever it does is left "
-                            "in place)", detail=a.note)
+                who = ("the server that received it still runs" if running[1] else
+                       "a process the server that received it started still runs, outside its process group")
+                return Step(a.seq, a.id, q, "permanent", f"outcome unknown, and {who} (pid {running[0]}); stepped "
+                            "over because of --force (whatever it does is left in place)", detail=a.note)
             if running is not None:
                 pid, group = running
                 who = (f"the server that received this call is still running (pid {pid})" if group else

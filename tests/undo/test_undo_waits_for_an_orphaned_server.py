@@ -50,6 +50,7 @@ def test_undo_force_steps_over_a_call_whose_server_still_runs_and_never_settles_
         preview = cli("undo", "--force", *flags)
         assert "stepped over because of --force" in preview.stdout and "already-reverted" not in preview.stdout, \
             preview.stdout
+        assert preview.returncode == 1 and "would leave 1 action in place" in preview.stdout  # why it exits 1
         forced = cli("undo", "--force", "--yes", *flags)
         assert json.loads(state.read_text()).get("k1") == "v1", "the slow write landed before the check"
         assert forced.returncode == 1 and f"still runs (pid {server_pid})" in forced.stdout, forced.stdout + forced.stderr
