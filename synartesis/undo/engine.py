@@ -494,6 +494,24 @@ class OtherRuns:
             return "another session"
         return "another run of this session"
 
+    def env_doubt(self, a: ActionRow, found: list[tuple[ActionRow, RunRow | None]]) -> str:
+        """A sentence for a halt on :meth:`after`'s writes when this run's server and theirs were
+        given variables by their clients (names only are recorded): with other values they may
+        reach other data, which the journal cannot tell (adversarial review 20, F9: two memory
+        files chosen by MEMORY_FILE_PATH were taken for one, and the advice was to undo the
+        other session); ``""`` when there are none."""
+        run = self.runs.get(a.run_id)
+        mine = set((run.servers.get(a.server) or {}).get("env") or []) if run is not None else set()
+        theirs: set[str] = set()
+        for b, r in found:
+            theirs |= set(((r.servers.get(b.server) or {}).get("env") or []) if r is not None else [])
+        both = sorted(mine & theirs)
+        if not both:
+            return ""
+        return (f" Both servers were given {', '.join(both)} by their clients, and the journal keeps no values: if "
+                "the values differ they reach different data, and this undo touches none of theirs (then "
+                "`--force --yes` is safe).")
+
     def undo_first(self, found: list[tuple[ActionRow, RunRow | None]]) -> str:
         """The way on that keeps what :meth:`after`'s writes did: undo their session first, or,
         for another run of this session, that run (adversarial review 20, F11: "undo that
@@ -1196,7 +1214,7 @@ class _Walk:
                             "still in effect", check=check, detail=(
                                 f"written after it by {self.others.who(foreign)}: {names}. Reverting this call would undo that "
                                 f"too, unnamed. {self.others.undo_first(foreign)}, or `--force` to see what this undo "
-                                "would overwrite, then `--force --yes` to overwrite it."))
+                                "would overwrite, then `--force --yes` to overwrite it." + self.others.env_doubt(a, foreign)))
 
         if not forced and before is not None and not opts.force:
             older = self.undone_under(a)

@@ -217,3 +217,21 @@ def test_redo_halts_when_another_session_wrote_the_redone_state_back(tmp_path):
     with open_journal(journal) as j:
         first = min(j.list_runs(), key=lambda r: r.started_at)
         assert [a.status for a in j.actions(first.id)] == ["rolled_back"]  # not marked redone
+
+
+def test_a_halt_on_another_sessions_write_says_when_both_servers_were_given_variables(tmp_path):
+    # adversarial review 20, F9: two memory files chosen by MEMORY_FILE_PATH were taken for one
+    # resource and the advice was to undo the other session, whose data this undo never touches
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    for name, values, store in (("sa", ["A"], "one"), ("sc", ["C", "A"], "two")):
+        with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=name, KV_STORE_NAME=store)) as s:
+            s.handshake()
+            for n, v in enumerate(values, 1):
+                assert not s.call(n, "put", {"key": "k0", "value": v}).get("isError")
+    halted = cli("undo", "sa", *flags)
+    text = " ".join(halted.stdout.split())
+    # (the test harness gives its children a home of their own, so HOME and the like are named too)
+    given = text.split("Both servers were given ", 1)[1].split(" by their clients", 1)[0] if "Both servers were given " in text else ""
+    assert halted.returncode == 1 and "KV_STORE_NAME" in given.split(", "), text
+    assert "one" not in given.split(", ") and "two" not in given.split(", ")  # names, never values
