@@ -1244,6 +1244,9 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         fp.old = found.data
         adapter = adapter_for(desc)
         changes: list[Change] = []
+        recorded = {(r.get("scope", ""), r.get("project"), r.get("name", "")) for r in recs}
+        stray_keys = {ours_server(e.args) for e in found.view.entries
+                      if e.kind == "stdio" and is_ours(e.command, e.args) and (e.scope, e.project, e.name) not in recorded}
         for r in reversed(recs):  # newest first: each change is the exact inverse of its install
             rec = r["record"]
             st = adapter.record_state(found.view, rec)
@@ -1264,7 +1267,15 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                        "edited": "changed since install (by you or the client); left as it is: edit it back by "
                                  f"hand (the next uninstall then restores it), or put the whole file back with {backup}",
                        "original": "already back to the original"}[st]
-                if st != "edited":
+                moved = st == "missing" and r.get("policy_key") in stray_keys
+                if moved:
+                    # gone from its place while an unrecorded entry runs its key: renamed or moved;
+                    # the record stays, so putting it back lets the next uninstall restore it
+                    # (adversarial review 20, F12: it was dropped, and renaming back did not help)
+                    why = ("not where install left it, while an entry runs through synartesis as its key "
+                           f"`{r.get('policy_key')}` (renamed or moved?): put it back under its name and scope, and "
+                           "the next uninstall restores it")
+                if st != "edited" and not moved:
                     # an entry left alone keeps its record: once it is back to what synartesis
                     # wrote, the next uninstall restores it, and a purge waits for it (a new
                     # user's round 18, #1/#2: the record went, a second uninstall said "nothing
@@ -1275,7 +1286,6 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
         # an entry that runs through synartesis where no record of this file has it (the client
         # renamed, copied or moved a wrapped entry to another scope) is not restored: say so
         # (review 17, F5; review 18, F6: one moved to a project's scope kept its name)
-        recorded = {(r.get("scope", ""), r.get("project"), r.get("name", "")) for r in recs}
         for e in found.view.entries:
             if e.kind == "stdio" and is_ours(e.command, e.args) and (e.scope, e.project, e.name) not in recorded:
                 fp.strays += 1

@@ -240,6 +240,13 @@ def test_uninstall_exits_1_when_the_client_renamed_a_wrapped_entry(fake_home, tm
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 1, p.stdout + p.stderr
     assert f"{name}-renamed" in p.stdout.splitlines()[-1] and "not in the install record" in p.stdout, p.stdout
+    # its record stays: renamed back, the next uninstall restores it (adversarial review 20, F12)
+    doc = json.loads(cfg.read_text())
+    doc["mcpServers"][name] = doc["mcpServers"].pop(name + "-renamed")
+    cfg.write_text(json.dumps(doc, indent=2))
+    again = run(tmp_path, "uninstall", "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(cfg.read_text()) == json.loads(DESKTOP)
 
 
 def test_uninstall_exits_1_when_a_wrapped_entry_was_moved_to_another_scope(fake_home, tmp_path):
