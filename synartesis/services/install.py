@@ -1201,6 +1201,12 @@ class UninstallResult:
         return all(f.status in ("written", "unchanged", "gone") for f in self.files)
 
 
+#: why uninstall leaves an entry that runs through synartesis with no record of it
+_UNRECORDED = ("runs through synartesis but is not in the install record (renamed, copied or moved since install?); "
+               "left as it is: put it back where and as install left it and uninstall again, or by hand make the "
+               "command after `--` in its arguments its command again")
+
+
 def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> UninstallPlan:
     """Plan restoring every recorded entry that is still exactly ours.
 
@@ -1290,9 +1296,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
             if e.kind == "stdio" and is_ours(e.command, e.args) and (e.scope, e.project, e.name) not in recorded:
                 fp.strays += 1
                 fp.entries.append(EntryReport(desc.id, str(path), e.scope, e.name, "edited",
-                                              "runs through synartesis but is not in the install record (renamed, "
-                                              "copied or moved to another scope since install?); left as it is: "
-                                              "edit it back by hand", ours_server(e.args), e.project))
+                                              _UNRECORDED, ours_server(e.args), e.project))
         if changes:
             try:
                 rendered = adapter.render(found.view, changes)
@@ -1307,20 +1311,34 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 hint = f"{desc.display_name}: {desc.restart}"
                 if hint not in restart:
                     restart.append(hint)
+    # every client file no record names, read for entries that still run through synartesis
+    # (adversarial review 20, F3, and a new user's round 19, #1: with the record empty, uninstall
+    # said "nothing to restore", exit 0, and a purge deleted the policy and journal such an entry
+    # still ran through): the selected clients' are reported (exit 1), every client's keep a
+    # purge waiting
+    planned = {str(f.path) for f in files}
+    unrecorded = 0
+    for f in discover(env, select_clients(None), state.projects()).files:
+        if str(f.location.path) in planned or f.view is None:
+            continue
+        ours = [e for e in f.view.entries if e.kind == "stdio" and is_ours(e.command, e.args)]
+        if not ours:
+            continue
+        unrecorded += len(ours)
+        if client is not None and f.descriptor.id != client:
+            continue
+        planned.add(str(f.location.path))
+        fp = UninstallFilePlan(f.descriptor.id, f.location.path, f.target, "unchanged", strays=len(ours))
+        fp.entries = [EntryReport(f.descriptor.id, str(f.location.path), e.scope, e.name, "edited",
+                                  _UNRECORDED, ours_server(e.args), e.project) for e in ours]
+        files.append(fp)
+        unrecorded -= len(ours)
     purge_paths: list[Path] = []
     holds: dict[str, int] | None = None
     if purge:
         home = synartesis_home(env)
         ending = {id(r) for f in files for r in (*f.restore, *f.drop)}
-        staying = [e for e in state.entries if id(e) not in ending] + [None] * sum(f.strays for f in files)
-        # and every client file this plan does not touch, read for entries that still run
-        # through synartesis with no record at all (adversarial review 20, F3: with the record
-        # empty, a purge deleted the policy and journal a renamed entry still ran through)
-        planned = {str(f.path) for f in files}
-        for f in discover(env, select_clients(None), state.projects()).files:
-            if str(f.location.path) in planned or f.view is None:
-                continue
-            staying += [None for e in f.view.entries if e.kind == "stdio" and is_ours(e.command, e.args)]
+        staying = [e for e in state.entries if id(e) not in ending] + [None] * (sum(f.strays for f in files) + unrecorded)
         if staying:
             # entries still wrapped (another client's, or one not restored) run through the policy
             # and write the journal: deleting them would hold every call of those servers and lose

@@ -282,3 +282,16 @@ def test_purge_waits_for_a_renamed_entry_even_when_the_record_is_empty(fake_home
     purge = run(tmp_path, "uninstall", "--purge", "--yes")
     assert purge.returncode == 1 and policy.exists(), purge.stdout + purge.stderr
     assert "--purge kept" in purge.stdout + purge.stderr
+
+
+def test_uninstall_names_wrapped_entries_with_no_record_at_all(fake_home, tmp_path):
+    """New user 19, #1: with the install record empty (it had dropped a moved entry), uninstall
+    said "No wrapped entry to put back … Nothing to restore." and exited 0 while the entry still
+    ran through synartesis, and a purge deleted the policy and the journal."""
+    place(fake_home, "claude-desktop", DESKTOP)
+    assert run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path)).returncode == 0
+    (fake_home / ".synartesis" / "installed.json").unlink()
+    p = run(tmp_path, "uninstall", "--yes")
+    assert p.returncode == 1 and "not in the install record" in p.stdout, p.stdout + p.stderr
+    purge = run(tmp_path, "uninstall", "--purge", "--yes")
+    assert purge.returncode == 1 and (fake_home / ".synartesis" / "synartesis.yaml").exists(), purge.stdout + purge.stderr
