@@ -449,6 +449,8 @@ class OtherRuns:
             by_touch: dict[tuple[str, str], list[tuple[ActionRow, RunRow | None]]] = {}
             # every server: another name may launch the same server (resource_key)
             for b in j.writes_after(None, j.first_gseq(sorted(self.runs)), exclude_runs=sorted(mine)):
+                if acts_on_nothing(b):  # its own answer says it changed nothing (memory's create of what existed)
+                    continue
                 if b.run_id not in found:
                     try:
                         found[b.run_id] = j.find_run(b.run_id)
@@ -619,7 +621,8 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         if needed:
             pool.start(needed)
         report.warnings.extend(pool.warnings)
-        down = sorted((rid, srv) for rid, srv in needed if pool.request(rid, srv) is None)
+        stopped = opts.stop is not None and opts.stop.is_set()  # take_steps says so, sending nothing
+        down = [] if stopped else sorted((rid, srv) for rid, srv in needed if pool.request(rid, srv) is None)
         if down and in_scope and not opts.force:
             # a server an older step needs did not start: say so before anything is sent, not
             # after the newer steps were undone (adversarial review 19, F16: fsA's step was
