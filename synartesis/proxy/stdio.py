@@ -37,6 +37,9 @@ from synartesis.proxy.transport import CloseHandler, MessageHandler, RequestFail
 __all__ = ["PendingRequest", "StdioUpstream"]
 
 _STDERR_TAIL = 20
+#: a stderr line that names the error (Node's "Error: …", "TypeError: …", Python's last line);
+#: compiled where a failure is described (``re`` stays off the start-up path)
+_ERROR_LINE = r"^\s*(?:Uncaught )?[A-Za-z_.]*(?:Error|Exception)\b.*:"
 _READ_CHUNK = 1 << 16
 
 
@@ -281,8 +284,16 @@ class StdioUpstream:
         return list(self._stderr_tail)[-n:]
 
     def describe_failure(self, what: str) -> str:
-        """``what`` plus the server's last stderr lines, for error messages."""
+        """``what`` plus the server's last stderr lines, for error messages; a line naming an
+        error further up (``Error: Cannot find module …``, a Python ``…Error:``) comes first, as
+        a Node or Python stack trace ends in lines that say nothing (a new user's round 19, #5:
+        ``code: 'MODULE_NOT_FOUND'`` and the Node version were all that was shown)."""
+        import re
         tail = self.stderr_tail()
+        cause = next((line for line in reversed(self._stderr_tail) if re.search(_ERROR_LINE, line) and line not in tail),
+                     None)
+        if cause is not None:
+            tail = [cause, *tail]
         return f"{what}{SERVER_SAID}{'; '.join(tail)}" if tail else what
 
     # -- shutdown ----------------------------------------------------------------------
