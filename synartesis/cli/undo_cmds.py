@@ -259,7 +259,12 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                 out.print("    1. leave it as it is" + (" (the newer actions stay undone);" if report.changed
                                                          else " (nothing was sent);" if not report.sent
                                                          else " (an inverse was sent; see above);"))
-                out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)} --replan`;")
+                if "changed after it by another" in (h.detail or ""):
+                    # putting it back leaves that run's write in effect, and the undo halts on it
+                    # again (a new user's round 19, #3): its run is what to undo first
+                    out.print(f"    2. undo the other run named above first, then run `synartesis undo {shown(tid)}` again;")
+                else:
+                    out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)} --replan`;")
                 out.print(f"    3. `synartesis undo {shown(tid)} --force` to see what would be overwritten, then `--force --yes` "
                           "to overwrite it.")
     if report.left_in_place:

@@ -546,7 +546,7 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         run = target.live_runs[0]
         what = f"run {run.id[:8]} is" if target.kind == "run" else f"{target.name} has a run still active ({run.id[:8]}):"
         raise LiveRunError(f"{what} still active (an agent may still be writing through it); "
-                           "stop the agent first, close it with `synartesis close`, or add --force", what, run.id)
+                           "stop the agent first (its run then ends with it), or add --force", what, run.id)
     preview = opts.dry_run or (opts.force and not opts.yes)
     if not preview:
         if j.close_stale():  # a run whose proxy is gone ends now; its in-flight calls become unknown

@@ -36,6 +36,8 @@ def test_a_drift_halt_names_an_approved_call_of_another_session(tmp_path, memory
     halted = cli("undo", session_a, *flags, env=env)
     assert halted.returncode == 1 and "drift" in halted.stdout, halted.stdout + halted.stderr
     assert "changed after it by another session" in halted.stdout and "memory.add_observations" in halted.stdout
+    # the way on is that run first, not "put the resource back" (new user 19, #3: a dead end)
+    assert "2. undo the other run named above first" in halted.stdout, halted.stdout
     assert "approved by ana" in halted.stdout, halted.stdout
     assert f"{held.run_id[:8]}:{held.seq} memory.add_observations" in halted.stdout  # as `show` labels it
     assert "countess" in mem.read_text()  # nothing was overwritten
