@@ -511,6 +511,9 @@ def uninstall(
         if purge and (backups := _backups(env)) is not None:  # new user round 10, #7: the plan did not say
             out.print(f"  will keep {shown(backups)}{_kept_why(str(backups))}")
     problems = _problem_code(plan.files)
+    # an entry the client or a person changed after install stays as it is, still launched
+    # through synartesis: not a success to report with exit 0 (adversarial review 16, F9)
+    left = [e for f in plan.files for e in f.entries if e.action == "edited"]
     if dry_run:
         if json_out:
             doc = plan_doc()
@@ -523,10 +526,8 @@ def uninstall(
                 if f.status == "change":
                     _write_plain(_diff(str(f.path), f.old, f.new, f.client))
             out.print("dry run: nothing was written")
-        raise typer.Exit(problems)
-    # an entry the client or a person changed after install stays as it is, still launched
-    # through synartesis: not a success to report with exit 0 (adversarial review 16, F9)
-    left = [e for f in plan.files for e in f.entries if e.action == "edited"]
+        # the real uninstall's exit code (a new user's round 19, #7: 0 here, 1 there)
+        raise typer.Exit(problems or (1 if left or plan.purge_waits else 0))
     if not plan.changes:
         if json_out:
             print_json(dict(plan_doc(), result=None))

@@ -206,6 +206,8 @@ def test_uninstall_exits_1_when_an_entry_changed_since_install_stays_wrapped(fak
     name = sorted(doc["mcpServers"])[0]
     doc["mcpServers"][name]["type"] = "stdio"  # a client's own rewrite of the entry
     cfg.write_text(json.dumps(doc, indent=2))
+    dry = run(tmp_path, "uninstall", "--dry-run")
+    assert dry.returncode == 1, dry.stdout + dry.stderr  # as the real one (new user 19, #7)
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "changed since install still runs through synartesis" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
