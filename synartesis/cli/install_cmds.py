@@ -334,7 +334,9 @@ def _nothing_to_change(plan: Any) -> str:
 def _status_line(r: Any) -> str:
     where = r.scope + (f" {r.project}" if r.project and r.scope == "local" else "")
     name = r.name + (f" → {r.policy_key}" if r.policy_key and r.policy_key != r.name else "")
-    line = f"{'✓' if r.covered else '✗'} {name} [{where}] {r.state}"
+    # covered but drifted is not a plain tick (a new user's round 19, #8: ✓ above a drift line)
+    mark = ("!" if getattr(r, "drift", None) else "✓") if r.covered else "✗"
+    line = f"{mark} {name} [{where}] {r.state}"
     if r.reason:
         line += f" — {r.reason}"
     if r.policy:

@@ -49,6 +49,10 @@ def test_user_edit_client_revert_and_removal_are_reported_as_drift(fake_home, tm
     report, by = rows(env, tmp_path)
     assert not report.ok
     assert by["mem"].covered and any("edited since install" in d for d in by["mem"].drift)
+    # covered but drifted: its line is not a plain tick (new user 19, #8)
+    p = helpers.run([sys.executable, "-m", "synartesis", "status"], capture_output=True, text=True,
+                    env=dict(os.environ), cwd=tmp_path, timeout=60)
+    assert any(line.strip().startswith("! mem ") for line in p.stdout.splitlines()), p.stdout
     assert not by["odd"].covered and "rewrote our entry back" in by["odd"].reason
     assert by["gone"].state == "removed" and not by["gone"].covered
 
