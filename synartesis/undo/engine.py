@@ -995,8 +995,13 @@ class _Walk:
             return Step(a.seq, a.id, q, "already-reverted", "already rolled back", verified=True)
         if a.status in NEVER_APPLIED:
             if a.status == "approved" and a.used_by:  # its retry is an action of its own (show names it)
-                return Step(a.seq, a.id, q, "skip", f"never applied here (approved; its retry is action "
-                            f"{a.used_by[:8]}, recorded on its own)")
+                try:  # as show labels it, run:seq (a new user's round 19, #9: an id no command takes)
+                    retry = self.j.get_action(a.used_by)
+                    where = f"{retry.run_id[:8]}:{retry.seq}"
+                except (JournalError, UsageError):
+                    where = a.used_by[:8]
+                return Step(a.seq, a.id, q, "skip", f"never applied here (approved; its retry is {where}, "
+                            "recorded on its own)")
             return Step(a.seq, a.id, q, "skip", NEVER_APPLIED[a.status])
         if opts.skip_irreversible and a.cls == "irreversible":
             return Step(a.seq, a.id, q, "permanent", "irreversible: saga mode never rolls it back; left in place")

@@ -42,4 +42,6 @@ def test_bare_undo_steps_past_a_session_of_an_approved_creation(tmp_path, fs_ser
     # "approved, never retried" while `show` said "approval used by …")
     held_plan = json.loads(cli("undo", "held", "--dry-run", "--json", *flags).stdout)
     [skip] = [s for s in held_plan["steps"] if s["action"] == held.id]
-    assert "its retry is action" in skip["reason"], skip
+    with open_journal(journal) as j:
+        retry = j.get_action(j.get_action(held.id).used_by)
+    assert f"its retry is {retry.run_id[:8]}:{retry.seq}," in skip["reason"], skip  # as show labels it
