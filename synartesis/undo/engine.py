@@ -1220,8 +1220,8 @@ class _Walk:
                 names = OtherRuns.names(foreign)
                 return Step(a.seq, a.id, q, "halt", f"{self.others.who(foreign)} wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
-                                f"written after it by {self.others.who(foreign)}: {names}. Reverting this call would undo that "
-                                f"too, unnamed. {self.others.undo_first(foreign)}, or `--force` to see what this undo "
+                                f"written after it by {self.others.who(foreign)}: {names}. Reverting this call would silently "
+                                f"undo that too. {self.others.undo_first(foreign)}, or `--force` to see what this undo "
                                 "would overwrite, then `--force --yes` to overwrite it." + self.others.env_doubt(a, foreign)))
 
         if not forced and before is not None and not opts.force:

@@ -378,7 +378,7 @@ class _Redo:
                 return Step(a.seq, a.id, q, "halt", f"{self.others.who(foreign)} wrote this resource after it, and that write is "
                             "still in effect", check=check, detail=(
                                 f"written after it by {self.others.who(foreign)}: {OtherRuns.names(foreign)}. Redoing this "
-                                f"call would overwrite that, unnamed. {self.others.undo_first(foreign)}, or `--force` "
+                                f"call would silently overwrite that. {self.others.undo_first(foreign)}, or `--force` "
                                 "to see what this redo would overwrite, then `--force --yes` to overwrite it."))
             if foreign and self.preview:
                 return Step(a.seq, a.id, q, "overwrite", f"written since by {self.others.who(foreign)} "
