@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
 
 
@@ -65,18 +67,25 @@ def test_another_sessions_write_through_another_name_for_the_same_server_halts_t
     assert json.loads(state.read_text())["k0"] == "A"
 
 
-def test_redo_halts_when_another_session_wrote_the_undone_resource_back_to_the_same_value(tmp_path):
-    # adversarial review 18, F2: after sa was undone (k0 = v0), sc wrote C and then v0 again; a
-    # redo found "state is as the undo left it" and overwrote sc's write unnamed
+@pytest.mark.parametrize("back", ["v0", "A"])
+def test_redo_halts_when_another_session_wrote_the_resource_back_since_the_undo(tmp_path, back):
+    # after sa was undone (k0 = v0), sc wrote C and then `back`: the undo's state (adversarial
+    # review 18, F2: the redo found "as the undo left it" and overwrote sc's write unnamed) or
+    # sa's own value (review 20, F8: it said "already redone", and undoing sc then wiped it)
     manifest, journal, state, argv = kv_proxy(tmp_path)
     flags = ["--manifest", str(manifest), "--journal", str(journal)]
     _sessions(lambda _server: argv, [("sa", "kv", ["A"])])
     assert cli("undo", "sa", *flags).returncode == 0
-    _sessions(lambda _server: argv, [("sc", "kv", ["C", "v0"])])
+    _sessions(lambda _server: argv, [("sc", "kv", ["C", back])])
     halted = cli("redo", "sa", *flags)
     assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
     assert "of session s-" in halted.stdout
-    assert json.loads(state.read_text())["k0"] == "v0"
+    assert json.loads(state.read_text())["k0"] == back
+    with open_journal(journal) as j:
+        first = min(j.list_runs(), key=lambda r: r.started_at)
+        assert [a.status for a in j.actions(first.id)] == ["rolled_back"]  # not marked redone
+    if back == "A":
+        return
     preview = cli("redo", "sa", "--force", *flags)
     assert preview.returncode == 1 and "of session s-" in preview.stdout, preview.stdout + preview.stderr
     assert json.loads(state.read_text())["k0"] == "v0"
@@ -202,21 +211,6 @@ def test_another_sessions_move_onto_the_file_under_another_name_halts_the_undo(t
     assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
     assert "fb.move_file" in halted.stdout
     assert x.read_text() == "A" and not y.exists() and z.read_text() == "A"
-
-
-def test_redo_halts_when_another_session_wrote_the_redone_state_back(tmp_path):
-    # adversarial review 20, F8: after sa was undone, sc wrote C and then sa's own value A; redo
-    # of sa said "already as this call left it: redone", and undoing sc then wiped sa's redo
-    manifest, journal, state, argv = kv_proxy(tmp_path)
-    flags = ["--manifest", str(manifest), "--journal", str(journal)]
-    _sessions(lambda _server: argv, [("sa", "kv", ["A"])])
-    assert cli("undo", "sa", *flags).returncode == 0
-    _sessions(lambda _server: argv, [("sc", "kv", ["C", "A"])])
-    halted = cli("redo", "sa", *flags)
-    assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
-    with open_journal(journal) as j:
-        first = min(j.list_runs(), key=lambda r: r.started_at)
-        assert [a.status for a in j.actions(first.id)] == ["rolled_back"]  # not marked redone
 
 
 def test_a_halt_on_another_sessions_write_says_when_both_servers_were_given_variables(tmp_path):
