@@ -9,7 +9,6 @@ import json
 import os
 
 import pytest
-
 from helpers import FAKE_POLICY, RawSession, cli, kv_proxy, open_journal
 
 
