@@ -1202,9 +1202,10 @@ class UninstallResult:
 
 
 #: why uninstall leaves an entry that runs through synartesis with no record of it
-_UNRECORDED = ("runs through synartesis but is not in the install record (renamed, copied or moved since install?); "
-               "left as it is: put it back where and as install left it and uninstall again, or by hand make the "
-               "command after `--` in its arguments its command again")
+_UNRECORDED = ("runs through synartesis but is not in the install record (renamed, copied or moved since install, "
+               "or installed from another SYNARTESIS_HOME?); left as it is: put it back where and as install left "
+               "it and uninstall again (or uninstall from that home), or by hand make the command after `--` in "
+               "its arguments its command again")
 
 
 def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> UninstallPlan:
@@ -1344,8 +1345,9 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
             # and write the journal: deleting them would hold every call of those servers and lose
             # their undo history (adversarial review 10), so a purge waits until none is left
             warnings.append(f"--purge kept {home}'s policy, journal and install record: {len(staying)} "
-                            f"entr{'ies' if len(staying) != 1 else 'y'} (not restored, renamed or moved, or another "
-                            "client's) still run through synartesis; put them back or uninstall them, then purge")
+                            f"entr{'ies' if len(staying) != 1 else 'y'} (not restored, renamed or moved, another "
+                            "client's, or installed from another SYNARTESIS_HOME) still run through synartesis; put "
+                            "them back or uninstall them, then purge")
         else:
             record = [state_path(env)] if state_path(env).exists() else []
             for p in (home / POLICY_FILENAME, home / "journal.db", home / "journal.db-wal", home / "journal.db-shm",

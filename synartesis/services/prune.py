@@ -45,7 +45,37 @@ def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> Pr
         else:
             plan.delete.append(r)
     _keep_sessions_whole(j, plan)
+    _keep_later_writes(j, plan)
     return plan
+
+
+def _keep_later_writes(j: Journal, plan: PrunePlan) -> None:
+    """Keep a run whose write, still in effect, followed a write of a run that stays on the same
+    resource (as undo tells it: :class:`synartesis.undo.engine.OtherRuns`): the staying run's
+    undo halts on it, and without it would overwrite what it did unnamed (adversarial review 20,
+    F4: the run a halt named was pruned, and the next undo of the halted run went through).
+    Pruning both together is allowed. Only runs that stay and still have a write in effect are
+    looked at, each once."""
+    if not plan.delete:
+        return
+    from synartesis.journal import IN_EFFECT
+    from synartesis.undo.engine import OtherRuns
+    going = {r.id: r for r in plan.delete}
+    staying = [r for r in j.list_runs() if r.id not in going and r.open_writes]
+    for k in staying:
+        others = OtherRuns(j, {k.id: k})
+        for a in j.actions(k.id):
+            if a.cls == "readonly" or a.status not in IN_EFFECT:
+                continue
+            for b, _ in others.after(a):
+                r = going.pop(b.run_id, None)
+                if r is not None:
+                    plan.delete.remove(r)
+                    plan.kept.append((r, f"its {b.qualified} ({b.run_id[:8]}:{b.seq}) wrote what run {k.id[:8]} "
+                                          f"wrote before it ({k.id[:8]}:{a.seq}), and run {k.id[:8]} stays: its undo "
+                                          f"needs this run to know it must stop there; prune them together"))
+            if not going:
+                return
 
 
 def _keep_sessions_whole(j: Journal, plan: PrunePlan) -> None:

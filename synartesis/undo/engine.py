@@ -459,9 +459,15 @@ class OtherRuns:
                 b_run = found[b.run_id]
                 read = self.load(b.verify_ref)
                 by_key.setdefault(resource_key(b_run, read), []).append((b, b_run))
-                # and by what it touched, each write once (adversarial review 20, F10: 200 steps
-                # against 4,000 such writes compared each step with every one: 34 s)
-                for t in action_touches(b_run, b.server, self.load(b.args_ref), read, self.load(b.inverse_ref)):
+                # and by what it changed, each write once (adversarial review 20, F10: 200 steps
+                # against 4,000 such writes compared each step with every one: 34 s): its read's or
+                # inverse's identifiers, which name the resources it changed, not every value of
+                # its arguments (review 21, F1: an observation "Python" halted the undo of the
+                # entity Python); one with neither, by its arguments
+                inverse = self.load(b.inverse_ref)
+                touched = (undo_touches(b_run, read, inverse) if read or inverse
+                           else action_touches(b_run, b.server, self.load(b.args_ref), None, None))
+                for t in touched:
                     by_touch.setdefault(t, []).append((b, b_run))
             self._by_key, self._by_touch = by_key, by_touch
         return self._by_key
@@ -1358,10 +1364,12 @@ class _Walk:
             for b in self.j.reverted_leaving(self._replaced.values()):
                 self._undone.setdefault(b.post_ref or "", []).append(b)
         replaced = self._replaced.get(a.id)
-        # reverted after ``a`` was made (its row's last change is later): one reverted before
-        # left the state ``a`` replaced to someone else (a person writing the same value again)
+        # reverted while ``a`` was in effect as it is now (after ``a``'s row last changed: its
+        # record, or a redo that applied it again): one reverted before left the state ``a``
+        # replaced to someone else (adversarial review 21, F2: undo B, undo A, a person types A's
+        # value again, redo B, undo B halted on A)
         found = [b for b in self._undone.get(replaced or "", []) if (b.gseq or 0) < (a.gseq or 0) and b.id != a.id
-                 and b.snapshot_ref != a.snapshot_ref and (b.updated_at or "") > (a.created_at or "")]
+                 and b.snapshot_ref != a.snapshot_ref and (b.updated_at or "") > (a.updated_at or a.created_at or "")]
         if not found:
             return None
         run = self.runs.get(a.run_id)

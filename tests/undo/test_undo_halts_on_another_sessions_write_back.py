@@ -32,6 +32,13 @@ def test_undo_halts_when_another_session_wrote_the_resource_back_to_the_same_val
                                                 for a in j.actions(r.id)) and len(j.actions(r.id)) == 1]
         assert j.prunable(sa).startswith("its last undo halted; a person must look at it first")
         assert f"`synartesis undo {sa.id[:10]}` again" in j.prunable(sa)
+    # nor the run whose write the halt named (adversarial review 20, F4: pruned, and the next
+    # undo of sa went through, wiping sc's write-back unnamed)
+    pruned = cli("prune", "--older-than", "0", "--yes", *flags)
+    assert "its kv.put" in pruned.stdout + pruned.stderr and "prune them together" in pruned.stdout + pruned.stderr, \
+        pruned.stdout + pruned.stderr
+    with open_journal(journal) as j:
+        assert len(j.list_runs()) == 2
     preview = cli("undo", "sa", "--force", *flags)  # lists what --force --yes would remove
     assert preview.returncode == 1 and "of session s-" in preview.stdout and "nothing has drifted" not in preview.stdout, \
         preview.stdout
@@ -228,3 +235,38 @@ def test_a_halt_on_another_sessions_write_says_when_both_servers_were_given_vari
     given = text.split("Both servers were given ", 1)[1].split(" by their clients", 1)[0] if "Both servers were given " in text else ""
     assert halted.returncode == 1 and "KV_STORE_NAME" in given.split(", "), text
     assert "one" not in given.split(", ") and "two" not in given.split(", ")  # names, never values
+
+
+def test_another_sessions_write_that_only_mentions_the_name_does_not_halt_the_undo(tmp_path, memory_server):
+    # adversarial review 21, F1: B's entity Alice with the observation "Python" halted the undo
+    # of A's entity Python (every value of B's arguments counted as a name it touched)
+    from helpers import REPO, proxy_argv
+    manifest, journal, mem = tmp_path / "synartesis.yaml", tmp_path / "j.db", tmp_path / "mem.jsonl"
+    manifest.write_text((REPO / "policies" / "memory.yaml").read_text())
+    env = {**os.environ, "MEMORY_FILE_PATH": str(mem)}
+    argv = proxy_argv("memory", manifest, journal, memory_server)
+    for name, entity in (("sa", {"name": "Python", "entityType": "language", "observations": []}),
+                         ("sb", {"name": "Alice", "entityType": "person", "observations": ["Python"]})):
+        with RawSession(argv, env=dict(env, SYNARTESIS_SESSION=name)) as s:
+            s.handshake()
+            assert not s.call(1, "create_entities", {"entities": [entity]}).get("isError")
+    done = cli("undo", "sa", "--manifest", str(manifest), "--journal", str(journal), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    graph = mem.read_text()
+    assert '"name":"Python"' not in graph.replace(" ", "") and "Alice" in graph
+
+
+def test_a_redo_after_a_person_typed_the_older_value_again_undoes_cleanly(tmp_path):
+    # adversarial review 21, F2: undo B, undo A (the right order), a person types A's value back,
+    # redo B, undo B: it halted on "left by an older call that an undo has reverted since"
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _sessions(lambda _server: argv, [("sa", "kv", ["v1"]), ("sb", "kv", ["v2"])])
+    assert cli("undo", "sb", *flags).returncode == 0
+    assert cli("undo", "sa", *flags).returncode == 0
+    store = json.loads(state.read_text())
+    state.write_text(json.dumps({**store, "k0": "v1"}, sort_keys=True, indent=1))  # a person's edit
+    assert cli("redo", "sb", *flags).returncode == 0 and json.loads(state.read_text())["k0"] == "v2"
+    done = cli("undo", "sb", *flags)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(state.read_text())["k0"] == "v1"
