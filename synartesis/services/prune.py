@@ -61,7 +61,10 @@ def _keep_later_writes(j: Journal, plan: PrunePlan) -> None:
     from synartesis.journal import IN_EFFECT
     from synartesis.undo.engine import OtherRuns
     going = {r.id: r for r in plan.delete}
-    staying = [r for r in j.list_runs() if r.id not in going and r.open_writes]
+    # a run that stays matters only when something going was written after its first write
+    # (`--older-than` prunes the oldest: the runs that stay are newer, and none is looked at)
+    last = max(((a.gseq or 0) for r in plan.delete for a in j.actions(r.id) if a.cls != "readonly"), default=0)
+    staying = [r for r in j.list_runs() if r.id not in going and r.open_writes and j.first_gseq([r.id]) < last]
     for k in staying:
         others = OtherRuns(j, {k.id: k})
         for a in j.actions(k.id):
