@@ -850,6 +850,7 @@ class _Walk:
         self.others = OtherRuns(j, runs, self.load)  # other sessions' later writes (foreign_after)
         self._undone: dict[str, list[ActionRow]] | None = None  # rolled-back writes by post-state (undone_under)
         self._replaced: dict[str, str] = {}  # action id -> the ref of the state it replaced
+        self._redone_at: dict[str, str] = {}  # run id -> when a redo of it last started
         # (action, its drift read, when it was sent: time.monotonic()) sent by preclaim
         self.ahead: tuple[str, Callable[[], ReadOutcome], float] | None = None
 
@@ -1349,6 +1350,18 @@ class _Walk:
         """:meth:`OtherRuns.after` for this walk."""
         return self.others.after(a)
 
+    def _applied_since(self, a: ActionRow) -> str:
+        """When ``a`` was last applied: its record, or the newest redo of its run since (a
+        redo re-sends it). Not its row's last change, which a halt on it also moves (a new
+        user's round 20, #1: after a drift halt, `--replan` put back an undone change)."""
+        if a.run_id not in self._redone_at:
+            try:
+                redos = [u.started_at for u in self.j.undos(a.run_id) if u.kind == "redo"]
+            except JournalError:
+                redos = []
+            self._redone_at[a.run_id] = max(redos, default="")
+        return max(a.created_at or "", self._redone_at[a.run_id])
+
     def undone_under(self, a: ActionRow) -> ActionRow | None:
         """An older write to ``a``'s resource, now rolled back, whose post-state is the state
         ``a`` replaced (and not the state before it, so it changed something): an undo reverted
@@ -1368,8 +1381,9 @@ class _Walk:
         # record, or a redo that applied it again): one reverted before left the state ``a``
         # replaced to someone else (adversarial review 21, F2: undo B, undo A, a person types A's
         # value again, redo B, undo B halted on A)
+        since = self._applied_since(a)
         found = [b for b in self._undone.get(replaced or "", []) if (b.gseq or 0) < (a.gseq or 0) and b.id != a.id
-                 and b.snapshot_ref != a.snapshot_ref and (b.updated_at or "") > (a.updated_at or a.created_at or "")]
+                 and b.snapshot_ref != a.snapshot_ref and (b.updated_at or "") > since]
         if not found:
             return None
         run = self.runs.get(a.run_id)

@@ -270,3 +270,21 @@ def test_a_redo_after_a_person_typed_the_older_value_again_undoes_cleanly(tmp_pa
     done = cli("undo", "sb", *flags)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(state.read_text())["k0"] == "v1"
+
+
+def test_replan_after_a_drift_halt_still_will_not_bring_back_an_undone_change(tmp_path):
+    # a new user's round 20, #1: T1 wrote v1, T2 v2; T1 was undone with --force --yes (v0); T2's
+    # undo halted on drift; the person put v2 back and ran `undo T2 --replan`, as the halt says:
+    # it put T1's undone v1 back, rolled_back (the halt had moved T2's row past T1's revert)
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    flags = ["--manifest", str(manifest), "--journal", str(journal)]
+    _sessions(lambda _server: argv, [("t1", "kv", ["v1"]), ("t2", "kv", ["v2"])])
+    assert cli("undo", "t1", "--force", "--yes", *flags).returncode == 0
+    assert json.loads(state.read_text())["k0"] == "v0"
+    drift = cli("undo", "t2", *flags)
+    assert drift.returncode == 1 and "drift" in drift.stdout, drift.stdout
+    store = json.loads(state.read_text())
+    state.write_text(json.dumps({**store, "k0": "v2"}, sort_keys=True, indent=1))  # put back as the run left it
+    replan = cli("undo", "t2", "--replan", *flags)
+    assert replan.returncode == 1 and "an undo has reverted since" in replan.stdout, replan.stdout + replan.stderr
+    assert json.loads(state.read_text())["k0"] == "v2"
