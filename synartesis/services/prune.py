@@ -61,24 +61,52 @@ def _keep_later_writes(j: Journal, plan: PrunePlan) -> None:
     from synartesis.journal import IN_EFFECT
     from synartesis.undo.engine import OtherRuns
     going = {r.id: r for r in plan.delete}
-    # a run that stays matters only when something going was written after its first write
-    # (`--older-than` prunes the oldest: the runs that stay are newer, and none is looked at)
+    # for later writes, a run that stays matters only when something going was written after
+    # its first write (`--older-than` prunes the oldest: the runs that stay are newer)
     last = max(((a.gseq or 0) for r in plan.delete for a in j.actions(r.id) if a.cls != "readonly"), default=0)
-    staying = [r for r in j.list_runs() if r.id not in going and r.open_writes and j.first_gseq([r.id]) < last]
+    staying = [r for r in j.list_runs() if r.id not in going and r.open_writes]
     for k in staying:
-        others = OtherRuns(j, {k.id: k})
-        for a in j.actions(k.id):
-            if a.cls == "readonly" or a.status not in IN_EFFECT:
-                continue
+        writes = [a for a in j.actions(k.id) if a.cls != "readonly" and a.status in IN_EFFECT]
+        others = OtherRuns(j, {k.id: k}) if j.first_gseq([k.id]) < last else None
+        for a in writes if others is not None else ():
             for b, _ in others.after(a):
                 r = going.pop(b.run_id, None)
                 if r is not None:
                     plan.delete.remove(r)
-                    plan.kept.append((r, f"its {b.qualified} ({b.run_id[:8]}:{b.seq}) wrote what run {k.id[:8]} "
-                                          f"wrote before it ({k.id[:8]}:{a.seq}), and run {k.id[:8]} stays: its undo "
-                                          f"needs this run to know it must stop there; prune them together"))
+                    plan.kept.append((r, f"its {b.qualified} ({b.run_id[:8]}:{b.seq}) wrote the same resource after "
+                                          f"run {k.id[:8]} did ({k.id[:8]}:{a.seq}), and run {k.id[:8]} stays: its "
+                                          "undo needs this run to know it must stop there; prune them together"))
             if not going:
                 return
+        _keep_reverted_under(j, plan, going, k, writes)
+        if not going:
+            return
+
+
+def _keep_reverted_under(j: Journal, plan: PrunePlan, going: dict, k: RunRow, writes: list) -> None:
+    """Keep a going run with a reverted call whose post-state is what a call of ``k`` (staying,
+    in effect) replaced: ``k``'s undo halts on it rather than bring that change back
+    (:meth:`synartesis.undo.engine._Walk.undone_under`); pruned, the undo put it back (a new
+    user's round 20, #2)."""
+    from synartesis.undo.engine import prior_state
+    replaced = {}
+    for a in writes:
+        if a.prior == "captured" and a.snapshot_ref:
+            ref = j.payload_ref(prior_state(a, j.get_json(a.snapshot_ref)))
+            if ref:
+                replaced.setdefault(ref, []).append(a)
+    if not replaced:
+        return
+    for b in j.reverted_leaving(replaced):
+        r = going.get(b.run_id)
+        mine = [a for a in replaced.get(b.post_ref or "", []) if (b.gseq or 0) < (a.gseq or 0)]
+        if r is None or not mine:
+            continue
+        going.pop(b.run_id)
+        plan.delete.remove(r)
+        plan.kept.append((r, f"its reverted {b.qualified} ({b.run_id[:8]}:{b.seq}) left what {k.id[:8]}:{mine[0].seq} "
+                              f"replaced, and run {k.id[:8]} stays: its undo needs this run to know not to bring that "
+                              "change back; prune them together"))
 
 
 def _keep_sessions_whole(j: Journal, plan: PrunePlan) -> None:

@@ -1125,6 +1125,7 @@ class _Walk:
 
         verified = False
         before = prior_state(a, snapshot)
+        obs: Any = None  # what the drift read found (none when the rule declares no read)
         step_expected = step_actual = None
         forced = claimed = False
         sim_key = self.key(a, verify)
@@ -1231,6 +1232,14 @@ class _Walk:
                                 f"undo that too. {self.others.undo_first(foreign)}, or `--force` to see what this undo "
                                 "would overwrite, then `--force --yes` to overwrite it." + self.others.env_doubt(a, foreign)))
 
+        if not forced and before is not None and opts.force and preview:
+            older = self.undone_under(a)
+            if older is not None:  # what --force --yes would bring back, listed (review 22, F3)
+                self.plan(a, sim_key, before, inverse, verify)
+                return Step(a.seq, a.id, q, "overwrite", f"what this call replaced was left by {self.label(older)} "
+                            f"{older.qualified}, which an undo has reverted since; --force --yes would put it back, "
+                            "bringing that change back", calls=inverse, expected=post, actual=obs, replanned=replanned,
+                            check=check, verified=before is not None)
         if not forced and before is not None and not opts.force:
             older = self.undone_under(a)
             if older is not None:

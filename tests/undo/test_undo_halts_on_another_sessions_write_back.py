@@ -166,6 +166,12 @@ def test_undo_halts_rather_than_bring_back_a_write_an_undo_already_reverted(tmp_
     halted = cli("undo", second.id[:10], *flags)
     assert halted.returncode == 1 and "an undo has reverted since" in halted.stdout, halted.stdout + halted.stderr
     assert json.loads(state.read_text())["k0"] == "B"  # A is not brought back
+    # nor does a prune of the older run take away what that halt stands on (new user 20, #2)
+    pruned = cli("prune", first.id[:10], "--yes", *flags)
+    assert pruned.returncode == 1 and "prune them together" in pruned.stdout + pruned.stderr, pruned.stdout + pruned.stderr
+    assert cli("undo", second.id[:10], *flags).returncode == 1 and json.loads(state.read_text())["k0"] == "B"
+    preview = cli("undo", second.id[:10], "--force", *flags)  # lists it (adversarial review 22, F3: "nothing has drifted")
+    assert preview.returncode == 1 and "--force --yes would put it back" in preview.stdout, preview.stdout + preview.stderr
     over = cli("undo", second.id[:10], "--force", "--yes", *flags)
     assert over.returncode == 0 and json.loads(state.read_text())["k0"] == "A", over.stdout + over.stderr
 
@@ -217,6 +223,16 @@ def test_another_sessions_move_onto_the_file_under_another_name_halts_the_undo(t
     assert halted.returncode == 1 and "another session wrote this resource" in halted.stdout, halted.stdout + halted.stderr
     assert "fb.move_file" in halted.stdout
     assert x.read_text() == "A" and not y.exists() and z.read_text() == "A"
+    # the preview its way on names (adversarial review 22, F4: an internal error on a read-less step)
+    moved = root / "moved.txt"
+    with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION="sm")) as s:
+        s.handshake()
+        assert not s.call(1, "move_file", {"source": str(z), "destination": str(moved)}).get("isError")
+    with RawSession(as_fb, env=dict(os.environ, SYNARTESIS_SESSION="sn")) as s:
+        s.handshake()
+        assert not s.call(1, "write_file", {"path": str(moved), "content": "N"}).get("isError")
+    preview = cli("undo", "sm", "--force", *flags)
+    assert "internal error" not in preview.stderr and "fb.write_file" in preview.stdout, preview.stdout + preview.stderr
 
 
 def test_a_halt_on_another_sessions_write_says_when_both_servers_were_given_variables(tmp_path):
