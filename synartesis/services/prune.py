@@ -50,63 +50,56 @@ def plan_prune(j: Journal, refs: list[str], older_than_days: float | None) -> Pr
 
 
 def _keep_later_writes(j: Journal, plan: PrunePlan) -> None:
-    """Keep a run whose write, still in effect, followed a write of a run that stays on the same
-    resource (as undo tells it: :class:`synartesis.undo.engine.OtherRuns`): the staying run's
-    undo halts on it, and without it would overwrite what it did unnamed (adversarial review 20,
-    F4: the run a halt named was pruned, and the next undo of the halted run went through).
-    Pruning both together is allowed. Only runs that stay and still have a write in effect are
-    looked at, each once."""
+    """Keep a going run that a staying run's undo or redo needs to halt on:
+    - its write, still in effect, followed a staying run's write (in effect, or undone and so
+      maybe redone) on the same resource (:class:`synartesis.undo.engine.OtherRuns`: adversarial
+      review 20, F4, and review 22, F1: the run a halt named was pruned, and the next undo or
+      redo overwrote its write unnamed);
+    - its reverted call left what a staying call in effect replaced
+      (:meth:`synartesis.undo.engine._Walk.undone_under`: a new user's round 20, #2).
+    A run kept counts as staying for the rest, until nothing moves (review 22, F2). One index
+    of the going runs' writes a round, so a prune of many runs stays linear (F5: 65 s for 125).
+    Pruning such runs together is allowed."""
     if not plan.delete:
         return
     from synartesis.journal import IN_EFFECT
-    from synartesis.undo.engine import OtherRuns
+    from synartesis.undo.engine import OtherRuns, prior_state
     going = {r.id: r for r in plan.delete}
-    # for later writes, a run that stays matters only when something going was written after
-    # its first write (`--older-than` prunes the oldest: the runs that stay are newer)
-    last = max(((a.gseq or 0) for r in plan.delete for a in j.actions(r.id) if a.cls != "readonly"), default=0)
-    staying = [r for r in j.list_runs() if r.id not in going and r.open_writes]
-    for k in staying:
-        writes = [a for a in j.actions(k.id) if a.cls != "readonly" and a.status in IN_EFFECT]
-        others = OtherRuns(j, {k.id: k}) if j.first_gseq([k.id]) < last else None
-        for a in writes if others is not None else ():
-            for b, _ in others.after(a):
-                r = going.pop(b.run_id, None)
-                if r is not None:
-                    plan.delete.remove(r)
-                    plan.kept.append((r, f"its {b.qualified} ({b.run_id[:8]}:{b.seq}) wrote the same resource after "
-                                          f"run {k.id[:8]} did ({k.id[:8]}:{a.seq}), and run {k.id[:8]} stays: its "
-                                          "undo needs this run to know it must stop there; prune them together"))
-            if not going:
-                return
-        _keep_reverted_under(j, plan, going, k, writes)
-        if not going:
-            return
+    runs = {r.id: r for r in j.list_runs()}
+    acts = {rid: [a for a in j.actions(rid) if a.cls != "readonly"] for rid in runs}
+    moved = True
+    while moved and going:
+        moved = False
+        staying = {rid: r for rid, r in runs.items() if rid not in going}
+        among = [b for rid in going for b in acts.get(rid, []) if b.status in IN_EFFECT]
+        watch = [a for rid in staying for a in acts.get(rid, []) if a.status in IN_EFFECT or a.status == "rolled_back"]
+        if among and watch:
+            others = OtherRuns(j, staying, among=among)
+            for a in watch:
+                for b, _ in others.after(a):
+                    if b.run_id in going:
+                        moved = True
+                        _keep(plan, going.pop(b.run_id), f"its {b.qualified} ({b.run_id[:8]}:{b.seq}) wrote the same "
+                              f"resource after {a.run_id[:8]}:{a.seq}, whose run stays: that run's undo or redo needs "
+                              "it to know it must stop there; prune them together")
+        replaced: dict[str, list] = {}
+        for a in watch:
+            if a.status in IN_EFFECT and a.prior == "captured" and a.snapshot_ref:
+                ref = j.payload_ref(prior_state(a, j.get_json(a.snapshot_ref)))
+                if ref:
+                    replaced.setdefault(ref, []).append(a)
+        for b in j.reverted_leaving(replaced) if replaced and going else ():
+            later = [a for a in replaced.get(b.post_ref or "", []) if (b.gseq or 0) < (a.gseq or 0)]
+            if b.run_id in going and later:
+                moved = True
+                _keep(plan, going.pop(b.run_id), f"its reverted {b.qualified} ({b.run_id[:8]}:{b.seq}) left what "
+                      f"{later[0].run_id[:8]}:{later[0].seq} replaced, whose run stays: its undo needs this run to "
+                      "know not to bring that change back; prune them together")
 
 
-def _keep_reverted_under(j: Journal, plan: PrunePlan, going: dict, k: RunRow, writes: list) -> None:
-    """Keep a going run with a reverted call whose post-state is what a call of ``k`` (staying,
-    in effect) replaced: ``k``'s undo halts on it rather than bring that change back
-    (:meth:`synartesis.undo.engine._Walk.undone_under`); pruned, the undo put it back (a new
-    user's round 20, #2)."""
-    from synartesis.undo.engine import prior_state
-    replaced = {}
-    for a in writes:
-        if a.prior == "captured" and a.snapshot_ref:
-            ref = j.payload_ref(prior_state(a, j.get_json(a.snapshot_ref)))
-            if ref:
-                replaced.setdefault(ref, []).append(a)
-    if not replaced:
-        return
-    for b in j.reverted_leaving(replaced):
-        r = going.get(b.run_id)
-        mine = [a for a in replaced.get(b.post_ref or "", []) if (b.gseq or 0) < (a.gseq or 0)]
-        if r is None or not mine:
-            continue
-        going.pop(b.run_id)
-        plan.delete.remove(r)
-        plan.kept.append((r, f"its reverted {b.qualified} ({b.run_id[:8]}:{b.seq}) left what {k.id[:8]}:{mine[0].seq} "
-                              f"replaced, and run {k.id[:8]} stays: its undo needs this run to know not to bring that "
-                              "change back; prune them together"))
+def _keep(plan: PrunePlan, run: RunRow, why: str) -> None:
+    plan.delete.remove(run)
+    plan.kept.append((run, why))
 
 
 def _keep_sessions_whole(j: Journal, plan: PrunePlan) -> None:

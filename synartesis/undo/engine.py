@@ -432,8 +432,10 @@ class OtherRuns:
         load: stored JSON by ref (:class:`_Loads`).
     """
 
-    def __init__(self, j: Journal, runs: dict[str, RunRow], load: "_Loads | None" = None) -> None:
+    def __init__(self, j: Journal, runs: dict[str, RunRow], load: "_Loads | None" = None,
+                 among: list[ActionRow] | None = None) -> None:
         self.j, self.runs, self.load = j, runs, load or _Loads(j)
+        self._among = among  # the writes to look among (prune: those of the runs going); default every later one
         self._by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] | None = None
         self._by_touch: dict[tuple[str, str], list[tuple[ActionRow, RunRow | None]]] = {}
 
@@ -448,7 +450,9 @@ class OtherRuns:
             by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] = {}
             by_touch: dict[tuple[str, str], list[tuple[ActionRow, RunRow | None]]] = {}
             # every server: another name may launch the same server (resource_key)
-            for b in j.writes_after(None, j.first_gseq(sorted(self.runs)), exclude_runs=sorted(mine)):
+            writes = self._among if self._among is not None else \
+                j.writes_after(None, j.first_gseq(sorted(self.runs)), exclude_runs=sorted(mine))
+            for b in writes:
                 if acts_on_nothing(b):  # its own answer says it changed nothing (memory's create of what existed)
                     continue
                 if b.run_id not in found:

@@ -88,8 +88,12 @@ def test_redo_halts_when_another_session_wrote_the_resource_back_since_the_undo(
     assert "of session s-" in halted.stdout
     assert json.loads(state.read_text())["k0"] == back
     with open_journal(journal) as j:
-        first = min(j.list_runs(), key=lambda r: r.started_at)
+        first, other = sorted(j.list_runs(), key=lambda r: r.started_at)
         assert [a.status for a in j.actions(first.id)] == ["rolled_back"]  # not marked redone
+    # sc's run is what the redo halts on: a prune keeps it (adversarial review 22, F1: pruned,
+    # and the redo then overwrote sc's write)
+    pruned = cli("prune", other.id[:10], "--yes", *flags)
+    assert pruned.returncode == 1 and "prune them together" in pruned.stdout + pruned.stderr, pruned.stdout + pruned.stderr
     if back == "A":
         return
     preview = cli("redo", "sa", "--force", *flags)
