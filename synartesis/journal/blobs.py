@@ -531,14 +531,24 @@ class BlobsMixin(JournalBase):
         return None if value is None else self._encode_json(value, ACTION_BLOB_MIN)[0]
 
     def get_json(self, ref: str | None) -> Any:
-        """The value stored under ``ref`` (None for None)."""
+        """The value stored under ``ref`` (None for None).
+
+        Raises:
+            DamagedPayload: the payload is missing, or its bytes are not the JSON written (exit 2).
+            JournalError: the journal cannot be read.
+        """
         if ref is None:
             return None
         with self._guard("read"):
-            if ref.startswith("="):
-                return _joined(self, json.loads(ref[1:]), ref)
-            text = self._get_blob(ref).decode("utf-8", "surrogatepass")
-            return _joined(self, json.loads(text), text)
+            try:
+                if ref.startswith("="):
+                    return _joined(self, json.loads(ref[1:]), ref)
+                text = self._get_blob(ref).decode("utf-8", "surrogatepass")
+                return _joined(self, json.loads(text), text)
+            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError: edited by hand
+                name = "an inline payload" if ref.startswith("=") else f"payload {ref[:12]}"
+                raise DamagedPayload(f"the journal at {self.path} has {name} that is not the JSON it was written "
+                                     "as; `synartesis audit` says which action it belongs to") from None
 
     def _bad_payload(self, ref: str | None) -> str | None:
         """Why the payload under ``ref`` cannot be trusted (its bytes no longer hash to its

@@ -63,7 +63,8 @@ def _keep_later_writes(j: Journal, plan: PrunePlan) -> None:
     if not plan.delete:
         return
     from synartesis.journal import IN_EFFECT
-    from synartesis.undo.engine import OtherRuns, prior_state
+    from synartesis.journal.blobs import DamagedPayload
+    from synartesis.undo.engine import OtherRuns, later_than, order_known, prior_state
     going = {r.id: r for r in plan.delete}
     runs = {r.id: r for r in j.list_runs()}
     acts = {rid: [a for a in j.actions(rid) if a.cls != "readonly"] for rid in runs}
@@ -79,17 +80,22 @@ def _keep_later_writes(j: Journal, plan: PrunePlan) -> None:
                 for b, _ in others.after(a):
                     if b.run_id in going:
                         moved = True
+                        when = "after" if order_known(a, b) else \
+                            "perhaps after (the journal's order of the two is damaged; `synartesis audit`)"
                         _keep(plan, going.pop(b.run_id), f"its {b.qualified} ({b.run_id[:8]}:{b.seq}) wrote the same "
-                              f"resource after {a.run_id[:8]}:{a.seq}, whose run stays: that run's undo or redo needs "
+                              f"resource {when} {a.run_id[:8]}:{a.seq}, whose run stays: that run's undo or redo needs "
                               "it to know it must stop there; prune them together")
         replaced: dict[str, list] = {}
         for a in watch:
             if a.status in IN_EFFECT and a.prior == "captured" and a.snapshot_ref:
-                ref = j.payload_ref(prior_state(a, j.get_json(a.snapshot_ref)))
+                try:
+                    ref = j.payload_ref(prior_state(a, j.get_json(a.snapshot_ref)))
+                except DamagedPayload:  # its undo cannot put that state back: nothing to bring back
+                    continue
                 if ref:
                     replaced.setdefault(ref, []).append(a)
         for b in j.reverted_leaving(replaced) if replaced and going else ():
-            later = [a for a in replaced.get(b.post_ref or "", []) if (b.gseq or 0) < (a.gseq or 0)]
+            later = [a for a in replaced.get(b.post_ref or "", []) if later_than(a, b)]
             if b.run_id in going and later:
                 moved = True
                 _keep(plan, going.pop(b.run_id), f"its reverted {b.qualified} ({b.run_id[:8]}:{b.seq}) left what "

@@ -33,6 +33,7 @@ from synartesis.canonical import canonical, same_state
 from synartesis.errors import ConflictError, JournalError, LiveRunError, UsageError
 from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
 from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on_nothing
+from synartesis.journal.blobs import DamagedPayload
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
 from synartesis.policy.refs import RefError, resolve_template
@@ -264,6 +265,25 @@ def _sticky_halt(a: ActionRow) -> bool:
     return a.status == "unrecoverable" and bool(a.inverse_ref) and not (a.note or "").startswith(_READ_FAILED)
 
 
+def later_than(b: ActionRow, a: ActionRow) -> bool:
+    """Is ``b`` after ``a`` in the journal-wide order (``gseq``)? An order the journal cannot
+    tell (a ``gseq`` edited by hand to NULL or text, which ``audit`` reports) counts as later:
+    a halt can be forced, a pruned run cannot come back (stop 28's left-outs: text raised
+    TypeError, NULL let prune delete a run it keeps on an intact journal)."""
+    if type(b.gseq) is int and type(a.gseq) is int:
+        return b.gseq > a.gseq
+    return True
+
+
+def order_known(*acts: ActionRow) -> bool:
+    """Do all of ``acts`` have a journal-wide order (an integer ``gseq``)?"""
+    return all(type(a.gseq) is int for a in acts)
+
+
+def _gseq_key(a: ActionRow) -> float:
+    return a.gseq if type(a.gseq) is int else float("inf")
+
+
 def _order(a: ActionRow) -> tuple[int, int]:
     """An action's place in the journal (journal-wide order, then its seq)."""
     return (a.gseq or 0, a.seq)
@@ -438,6 +458,8 @@ class OtherRuns:
         self._among = among  # the writes to look among (prune: those of the runs going); default every later one
         self._by_key: dict[str | None, list[tuple[ActionRow, RunRow | None]]] | None = None
         self._by_touch: dict[tuple[str, str], list[tuple[ActionRow, RunRow | None]]] = {}
+        # prune only: writes whose stored call cannot be read (a damaged payload), matched to every write
+        self._blind: list[tuple[ActionRow, RunRow | None]] = []
 
     def _index(self) -> dict[str | None, list[tuple[ActionRow, RunRow | None]]]:
         if self._by_key is None:
@@ -461,16 +483,24 @@ class OtherRuns:
                     except UsageError:  # pruned meanwhile
                         found[b.run_id] = None
                 b_run = found[b.run_id]
-                read = self.load(b.verify_ref)
+                try:
+                    read = self.load(b.verify_ref)
+                    inverse = self.load(b.inverse_ref)
+                    args = None if read or inverse else self.load(b.args_ref)
+                except DamagedPayload:
+                    if self._among is None:  # an undo or redo: the journal is damaged (exit 2, audit)
+                        raise
+                    # prune: what it wrote cannot be told, so it may be anything's later write
+                    self._blind.append((b, b_run))
+                    continue
                 by_key.setdefault(resource_key(b_run, read), []).append((b, b_run))
                 # and by what it changed, each write once (adversarial review 20, F10: 200 steps
                 # against 4,000 such writes compared each step with every one: 34 s): its read's or
                 # inverse's identifiers, which name the resources it changed, not every value of
                 # its arguments (review 21, F1: an observation "Python" halted the undo of the
                 # entity Python); one with neither, by its arguments
-                inverse = self.load(b.inverse_ref)
                 touched = (undo_touches(b_run, read, inverse) if read or inverse
-                           else action_touches(b_run, b.server, self.load(b.args_ref), None, None))
+                           else action_touches(b_run, b.server, args, None, None))
                 for t in touched:
                     by_touch.setdefault(t, []).append((b, b_run))
             self._by_key, self._by_touch = by_key, by_touch
@@ -485,18 +515,24 @@ class OtherRuns:
         """
         run = self.runs.get(a.run_id)
         by_key = self._index()
-        if run is None or not by_key:
+        if run is None or not (by_key or self._blind):
             return []
-        read = self.load(a.verify_ref)
+        found: dict[str, tuple[ActionRow, RunRow | None]] = {b.id: (b, r) for b, r in self._blind}
+        try:
+            read = self.load(a.verify_ref)
+            inverse = self.load(a.inverse_ref)
+        except DamagedPayload:
+            if self._among is None:
+                raise
+            read = inverse = None  # prune: a's undo stops at its damaged payload; the same read's writes still count
         key = resource_key(run, read)
         # what same_resource tells: the same read, or an identifier of a's resource in theirs
-        found: dict[str, tuple[ActionRow, RunRow | None]] = {}
         for b, r in (by_key.get(key, []) if key is not None else []):
             found[b.id] = (b, r)
-        for t in undo_touches(run, read, self.load(a.inverse_ref)):
+        for t in undo_touches(run, read, inverse):
             for b, r in self._by_touch.get(t, []):
                 found[b.id] = (b, r)
-        return sorted(((b, r) for b, r in found.values() if (b.gseq or 0) > (a.gseq or 0)), key=lambda x: x[0].gseq or 0)
+        return sorted(((b, r) for b, r in found.values() if later_than(b, a)), key=lambda x: _gseq_key(x[0]))
 
     def who(self, found: list[tuple[ActionRow, RunRow | None]]) -> str:
         """``another session`` when one of :meth:`after`'s writes is another session's, else
