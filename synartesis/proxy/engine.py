@@ -319,6 +319,9 @@ class Engine:
             return Rule(match=f"{server}.{tool}", cls="irreversible", gate="always", matched=False,
                         note=self.policy_note or "there is no policy, so every tool is held")
         rule = self.policy.rule_for(server, tool, args)
+        if not rule.matched and self.policy_note and server not in self.policy.servers:
+            # a server the policy does not name: the held call says what to do (proxy.main's hint)
+            rule = Rule(match=rule.match, cls=rule.cls, gate=rule.gate, matched=False, note=self.policy_note)
         from synartesis.policy.model import pattern_regex
         qualified = f"{server}.{tool}"
         if not any(r.when and pattern_regex(r.match).fullmatch(qualified) for r in self.policy.rules):

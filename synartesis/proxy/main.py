@@ -253,7 +253,7 @@ def _run(opts, command, popen, options, saga_hook=None, bridge=None) -> int:
         return _fail(f'server name {server} may not contain "." or "__"', 2)
     if policy is not None and server not in policy.servers:
         note = (f"server {server} is not in the policy {policy_path}, so every tool is held; "
-                f"run `synartesis init {server} -- …` to write a policy for it")
+                + _unknown_server_hint(policy, server, command))
     logmod.log("info", "policy", path=str(policy_path), server=server,
                provenance=(policy.servers[server].provenance or "no claim") if policy and server in policy.servers else None,
                note=note)
@@ -294,6 +294,30 @@ def _run(opts, command, popen, options, saga_hook=None, bridge=None) -> int:
         return engine.serve(downstream)
     except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
         return _fail(str(exc), 1)
+
+
+def _unknown_server_hint(policy: Any, server: str, command: list[str]) -> str:
+    """What to do about a ``--server`` name the policy does not declare (a new user's round 21:
+    the hint always pointed at ``init``, when the policy's own entry for this very server had
+    another name). In order: the policy's server that runs this command, a name close to the
+    one given, else ``init`` (with the names the policy has)."""
+    def same(spec: Any) -> bool:
+        if not spec.command or not command:
+            return False
+        mine, theirs = [spec.command, *spec.args], list(command)
+        return mine == theirs or ([os.path.basename(mine[0]), *mine[1:]] == [os.path.basename(theirs[0]), *theirs[1:]])
+    names = list(policy.servers)
+    runs = [n for n in names if same(policy.servers[n])]
+    if runs:
+        return (f"the policy's server {runs[0]} runs this same command: give `--server {runs[0]}` in the "
+                f"client's entry (or rename servers.{runs[0]} in the policy to {server})")
+    import difflib  # only on this mistake's path
+    close = difflib.get_close_matches(server, names, n=1, cutoff=0.6)
+    if close:
+        return (f"did you mean `--server {close[0]}`? (the policy names {', '.join(names)}); or run "
+                f"`synartesis init {server} -- …` to write rules for a new server")
+    known = f" (the policy names {', '.join(names)})" if names else ""
+    return f"run `synartesis init {server} -- …` to write a policy for it{known}"
 
 
 def _settle_gc() -> None:
