@@ -240,6 +240,10 @@ def install(
     env = Env.current()
     out = _out(yes, json_out, dry_run)
     bar = _Bar(enabled=not json_out)
+    if dry_run and not no_start and not json_out:
+        # said before any server starts (a new user's round 21: only the slow-server hint named --no-start)
+        out.print("dry run: nothing is written, but each server that needs a policy is started once to read its "
+                  "tools (`npx -y …` may download it first); add --no-start to start none")
     try:
         plan = plan_install(env, InstallOptions(client=client, include_project_files=include_project_files,
                                                 include_oauth=include_oauth, start=not no_start, timeout=timeout,
