@@ -503,6 +503,15 @@ class ActionsMixin(ChainMixin):
                                   f"AND post_ref IN ({','.join('?' * len(part))})", tuple(part))
         return sorted((action_from_row(r) for r in rows), key=lambda a: a.gseq or 0)
 
+    def reverted_since(self, since: str) -> list[ActionRow]:
+        """Rolled-back writes whose row last changed after ``since`` (an ISO time as the journal
+        writes them): what undos reverted since then; oldest first. Read only when a drift
+        halt is explained (no index: a scan of ``actions``)."""
+        with self._guard("read actions"):
+            rows = self._all(f"SELECT {ACTION_COLS} FROM actions WHERE status = 'rolled_back' AND class != 'readonly' "
+                             "AND updated_at > ?", (since,))
+        return sorted((action_from_row(r) for r in rows), key=lambda a: (a.updated_at or "", a.gseq if type(a.gseq) is int else 0))
+
     def recent_actions(self, limit: int = 12) -> list[ActionRow]:
         """The newest actions across runs, oldest first."""
         with self._guard("read actions"):

@@ -1225,9 +1225,10 @@ class _Walk:
                 return Step(a.seq, a.id, q, "already-reverted", UNKNOWN_FOUND_BEFORE if unknown else
                             "the resource is already in the state this inverse would produce", verified=True, check=check)
             else:
-                detail = (f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
-                          + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
-                          f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a) + self.elsewhere_note(a)
+                detail = ((f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
+                           + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
+                           f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
+                          + self.elsewhere_note(a) + self.reverted_note(a))
                 if unknown:  # neither before nor after the call: nothing tells what happened; left as it is
                     if opts.force:
                         return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, post))
@@ -1464,6 +1465,37 @@ class _Walk:
         did = "that call" if len(found) == 1 else "those calls"
         return (f"\n  changed after it by {self.others.who(found)}: {names}; overwriting it (--force --yes) also removes "
                 f"what {did} did")
+
+    def reverted_note(self, a: ActionRow) -> str:
+        """A detail line naming writes to ``a``'s resource that an undo reverted since ``a`` was
+        last applied (a new user's round 19, #6: a drift left by another session's forced undo
+        named nothing but the two states), or ``""``."""
+        run = self.runs.get(a.run_id)
+        if run is None:
+            return ""
+        try:
+            since = self._applied_since(a)
+            found = [b for b in self.j.reverted_since(since) if b.id != a.id]
+            if not found:
+                return ""
+            same = same_resource(self.j, run, a)
+            named = []
+            for b in found:
+                b_run = self.runs.get(b.run_id)
+                if b_run is None:
+                    try:
+                        b_run = self.j.find_run(b.run_id)
+                    except UsageError:
+                        b_run = None
+                if same(b_run, b):
+                    named.append(f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
+                                 if b_run is not None and b_run.session_id else ""))
+        except JournalError:
+            return ""
+        if not named:
+            return ""
+        return (f"\n  reverted since by an undo: {', '.join(named[-5:])}; that undo put back an older state over "
+                "what this call left")
 
     def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:
         """Settle an ``unknown`` action whose post-state cannot be computed (the policy declares
