@@ -388,6 +388,8 @@ def result_line(report: UndoReport) -> str:
                     f"sent, and the {whole} ends partial")
             return (f"would end {status} if the real {report.kind} finds no drift at sequence{'s' if len(later) != 1 else ''} "
                     f"{where} (checked only then); if it finds drift, {then} (dry run)")
+        if report.kind == "redo" and report.asked_for_part and report.still_undone:
+            return f"would end {status} (dry run){_earlier_undone(report, whole, 'would still be')}"
         return f"would end {status} (dry run)"
     if report.removed_left and not report.halted:
         n = report.removed_left
@@ -395,13 +397,22 @@ def result_line(report: UndoReport) -> str:
                 f"{'stays' if not report.dry_run else 'would stay'} removed (see above)") + _still_open(report)
     if report.asked_for_part:
         if report.kind == "redo":  # redo takes one undo at a time, newest first (a new user's finding)
-            steps = report.still_undone
-            named = (f" (step{'s' if len(steps) != 1 else ''} {', '.join(steps[:5])}"
-                     f"{f' and {len(steps) - 5} more' if len(steps) > 5 else ''})") if steps else ""
-            return (f"{status} — what the last undo reverted is redone; what an earlier undo of this {whole} "
-                    f"reverted{named} is still undone: `synartesis redo {report.run[:8] if report.target == 'run' else report.run}` redoes it") + _still_open(report)
+            return (f"{status} — what the last undo reverted is redone"
+                    f"{_earlier_undone(report, whole, 'is still')}") + _still_open(report)
         return f"{status} — everything asked for was undone; the rest of the {whole} is still in effect" + _still_open(report)
     return status + _still_open(report)
+
+
+def _earlier_undone(report: UndoReport, whole: str, verb: str) -> str:
+    """``; what an earlier undo of this run reverted (steps 3 write_file, …) is still undone:
+    `synartesis redo RUN` redoes it`` (``verb``: "is still", or a preview's "would still be")."""
+    steps = report.still_undone
+    named = (f" (step{'s' if len(steps) != 1 else ''} {', '.join(steps[:5])}"
+             f"{f' and {len(steps) - 5} more' if len(steps) > 5 else ''})") if steps else ""
+    again = report.run[:8] if report.target == "run" else report.run
+    return (f"; what an earlier undo of this {whole} reverted{named} {verb} undone: "
+            + (f"`synartesis redo {again}` redoes it" if verb == "is still" else
+               f"a second `synartesis redo {again}` redoes it"))
 
 
 def _still_open(report: UndoReport) -> str:

@@ -166,15 +166,19 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
                                      run=s.get("run"), gseq=s.get("gseq")))
         statuses: dict[str, str] = {}
         redone = {s.run for s in report.steps if s.kind in ("redo", "already-redone", "overwrite")}  # overwrite: a --force preview
+        # what this redo sends again (a preview: would send) is not still undone after it
+        sent_again = {s.action for s in report.steps if s.kind in ("redo", "already-redone", "overwrite")}
         for rid in sorted(redone):
-            undone = [a for a in j.actions(rid) if a.status == "rolled_back" and a.cls != "readonly"]
+            undone = [a for a in j.actions(rid) if a.status == "rolled_back" and a.cls != "readonly"
+                      and not (preview and a.id in sent_again)]
             still = bool(undone)
-            if not preview:
-                report.still_undone += [(f"{rid[:8]}:{a.seq}" if target.kind == "session" else str(a.seq))
-                                        + f" {a.tool}" for a in undone]
+            # a preview names them too, and ends as the real redo would (a new user's round 22, #1:
+            # the dry run said "would end redone", the redo then ended partial)
+            report.still_undone += [(f"{rid[:8]}:{a.seq}" if target.kind == "session" else str(a.seq))
+                                    + f" {a.tool}" for a in undone]
             # partial too when the redo could not bring back what a left-in-place call did:
             # the run is not as the agent left it (it ended "redone" before, stop 20's leftover)
-            statuses[rid] = "partial" if (still and not preview) or report.halted or rid in lost else "redone"
+            statuses[rid] = "partial" if still or report.halted or rid in lost else "redone"
             if rid in runs and runs[rid].live:  # --force on a live run: left open, as undo leaves it
                 report.open_runs.append(rid)
             elif not preview:
