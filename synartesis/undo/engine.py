@@ -172,6 +172,7 @@ class UndoReport:
     # stay undone after it (redo takes one undo at a time): named, with the command that redoes
     # them (new user round 15, #5)
     still_undone: list[str] = field(default_factory=list)
+    earlier_runs_undone: bool = False  # a redo: another run of the target stays undone (still_undone names it)
 
     @property
     def changed(self) -> int:

@@ -183,12 +183,21 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
                 report.open_runs.append(rid)
             elif not preview:
                 j.set_run_status(rid, statuses[rid])
+        # the target's other runs: one undone on its own before the undo this redo takes back
+        # stays undone, and the target with it (a new user's round 22, #2: the session redo said
+        # redone while `list` showed it partial)
+        for rid in sorted(set(runs) - redone):
+            undone = [a for a in j.actions(rid) if a.status == "rolled_back" and a.cls != "readonly"]
+            report.still_undone += [(f"{rid[:8]}:{a.seq}" if target.kind == "session" else str(a.seq))
+                                    + f" {a.tool}" for a in undone]
+            if undone and statuses:
+                report.earlier_runs_undone = True
         report.runs = statuses
         if not statuses and report.halted and (halted := runs.get(report.halted.run or "")) is not None:
             # a halt before anything is redone leaves the status as it is: a preview says so too,
             # as undo's does (a new user's round 7: the dry run said it would end partial)
             report.stays = status_text(halted.status, halted.unverified)
-        report.status = ("partial" if report.halted or "partial" in statuses.values()
+        report.status = ("partial" if report.halted or "partial" in statuses.values() or report.earlier_runs_undone
                          else "redone" if statuses else "nothing")
         # sent again and not verified (not read back, or read back with nothing of the first
         # call's to compare with): said in the RESULT line (``redone (unverified: N)``), as each
