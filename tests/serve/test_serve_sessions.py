@@ -117,3 +117,22 @@ def test_two_http_clients_of_one_serve_are_two_agent_sessions(tmp_path):
                               "--journal", str(tmp_path / "j.db")).stdout)
     assert len(sessions) == 2, sessions
     assert sorted(s.get("client") for s in sessions) == ["gumloop-B", "n8n-workflow-A"], sessions
+
+
+def test_an_initialize_sent_as_a_notification_opens_no_session(tmp_path):
+    # Before: an `initialize` without an id (a notification) started a server and registered a
+    # session, then answered 202 without an Mcp-Session-Id: nobody could use or DELETE it, and
+    # its server process lived until the idle timeout (30 min); a loop of them spawned a
+    # process each.
+    from helpers import descendants
+
+    proc, port, token = _serve_kv(tmp_path)
+    notification = {k: v for k, v in _INIT.items() if k != "id"}
+    for _ in range(3):
+        status, sid, _ = _post(port, token, notification)
+        assert status == 400 and sid is None, status
+    time.sleep(0.5)
+    servers = [p for p in descendants(proc.pid) if "fake_server" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+    assert servers == [], "a server was started for a session nobody can reach"
+    status, sid, _ = _post(port, token, _INIT)  # a real initialize still opens one
+    assert status == 200 and sid
