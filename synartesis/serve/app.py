@@ -8,7 +8,7 @@ and stops): the ``Host`` header is one of the allowed names (DNS rebinding) → 
 POST, GET or DELETE → 405; a body over the cap (``Content-Length`` or as read) → 413.
 While draining (SIGTERM), new sessions and new ``tools/call`` s get 503.
 
-Sessions: an ``initialize`` POST without ``Mcp-Session-Id`` opens one (a new upstream and
+Sessions: an ``initialize`` request (with an id) POSTed without ``Mcp-Session-Id`` opens one (a new upstream and
 engine, :class:`Backend`); every later request must carry the id (unknown → 404, missing →
 400). ``DELETE`` ends it; so does idleness (no request and no open stream for
 ``idle_timeout`` seconds) and shutdown. A request POST is answered with an SSE stream carrying
@@ -286,6 +286,12 @@ class ServeApp:
                 await self._json(send, 400, {"jsonrpc": "2.0", "id": msg.get("id") if isinstance(msg, dict) else None,
                                              "error": {"code": -32000, "message":
                                                        "Bad Request: Mcp-Session-Id header is required"}})
+                return
+            if "id" not in msg:
+                # a notification gets no answer, so no Mcp-Session-Id: the session and its
+                # server would sit unreachable until the idle timeout
+                await self._json(send, 400, {"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32600, "message": "Invalid Request: initialize is a request; give it an id"}})
                 return
             session = await self._open_session(server, send)
             if session is None:
