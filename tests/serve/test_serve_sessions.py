@@ -136,3 +136,36 @@ def test_an_initialize_sent_as_a_notification_opens_no_session(tmp_path):
     assert servers == [], "a server was started for a session nobody can reach"
     status, sid, _ = _post(port, token, _INIT)  # a real initialize still opens one
     assert status == 200 and sid
+
+
+def test_a_client_that_leaves_before_its_initialize_is_answered_leaves_no_session(tmp_path):
+    # Before: the session was registered when its server started; the client that asked for it
+    # went away before the answer (with its Mcp-Session-Id) came, so nobody could use or DELETE
+    # it, and its server process lived until the idle timeout (30 min).
+    import socket
+
+    from helpers import descendants
+
+    state = tmp_path / "kv.json"
+    state.write_text('{"k0": "v0"}')
+    slow_start = ["-c", f"sleep 1.5; exec {FAKE_SERVER[0]} {FAKE_SERVER[1]} --state {state}"]
+    policy = FAKE_POLICY.replace("  kv: {}\n", "  kv:\n    command: /bin/sh\n    args: %s\n" % json.dumps(slow_start))
+    proc, port, token = _start(tmp_path, policy, "kv")
+    body = json.dumps(_INIT).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"POST /servers/kv/mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+              b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (port, token.encode(), len(body), body))
+    time.sleep(0.4)
+    s.close()
+
+    def servers() -> list[int]:
+        return [p for p in descendants(proc.pid)
+                if "fake_server" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline and servers():
+        time.sleep(0.2)
+    time.sleep(2.5)  # past the slow start: a server left running would be up by now
+    assert servers() == [], "the session of a client that left still runs its server"
+    status, sid, _ = _post(port, token, _INIT, timeout=20)  # serve still opens sessions
+    assert status == 200 and sid
