@@ -342,10 +342,15 @@ class ServeApp:
             for t in stream.progress:
                 if session.by_progress.get(t) is stream:
                     del session.by_progress[t]
+            left_unanswered = bool(stream.waiting)
             for k in list(stream.waiting):
                 if session.pending.get(k) is stream:
                     del session.pending[k]  # the client left: a late answer goes to the GET stream
             session.last_active = time.monotonic()
+            if new and left_unanswered and not session.closed:
+                # the client left before its initialize was answered: it may never have seen the
+                # Mcp-Session-Id, so nobody could use or end this session; end it now
+                asyncio.ensure_future(self._close_session(session, 0.0))
 
     async def _open_session(self, server: str, send: Callable) -> _Session | None:
         session = _Session(secrets.token_urlsafe(24), server)
