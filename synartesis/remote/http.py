@@ -548,7 +548,7 @@ class HttpUpstream:
                     if out.method == "initialize" and self._mode is None and self.transport == "auto" \
                             and status in (400, 404, 405):
                         refusal = await _read_capped(response)
-                        await self._fall_back_to_sse(ex, refusal, status)
+                        await self._fall_back_to_sse(ex, refusal, status, response)
                         return
                     if self._mode is None and status < 300:
                         self._mode = "http"
@@ -587,7 +587,7 @@ class HttpUpstream:
                 raise _Gone("the server no longer knows this session", sent=False, status=404)
             if status >= 500:
                 raise _Gone(f"the server failed with HTTP {status}", sent=True, status=status)
-            detail = body[:200].decode("utf-8", "replace").strip()
+            detail = _without_credentials(body[:200].decode("utf-8", "replace").strip(), response)
             raise _Gone(f"the server refused the request with HTTP {status}" + (f": {detail}" if detail else ""),
                         sent=False, status=status)
         if out.method == "initialize":
@@ -749,7 +749,8 @@ class HttpUpstream:
         return True
 
     # -- HTTP+SSE (2024-11-05) -----------------------------------------------------------------
-    async def _fall_back_to_sse(self, ex: _Exchange, refusal: bytes, status: int) -> None:
+    async def _fall_back_to_sse(self, ex: _Exchange, refusal: bytes, status: int,
+                                response: httpx2.Response) -> None:
         """The ``initialize`` POST was refused (400/404/405): try the 2024-11-05 transport; if
         that fails too, the client gets the Streamable HTTP refusal (the likelier truth)."""
         log("info", "the server refused Streamable HTTP; trying the HTTP+SSE transport", server=self.label,
@@ -760,7 +761,7 @@ class HttpUpstream:
             log("info", "HTTP+SSE did not work either", server=self.label, error=exc.reason)
             self._problem(f"HTTP {status} from {safe_url(self.url)}")
             if not self._deliver_error_body(ex, refusal):
-                detail = refusal[:200].decode("utf-8", "replace").strip()
+                detail = _without_credentials(refusal[:200].decode("utf-8", "replace").strip(), response)
                 raise _Gone(f"the server refused the handshake with HTTP {status}" + (f": {detail}" if detail else ""),
                             sent=False, status=status) from None
             return
@@ -1015,6 +1016,32 @@ def _reason(exc: BaseException) -> str:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
     text = str(seen) or str(exc) or type(exc).__name__
     return text.strip().rstrip(".")
+
+
+#: Request headers whose values are no secret (the protocol's own); every other one may be a
+#: credential (the entry's ``Authorization``, ``X-Api-Key`` …, and the session id).
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "connection", "content-length", "content-type", "host",
+                            "user-agent", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id"})
+
+
+def _without_credentials(text: str, response: httpx2.Response) -> str:
+    """``text`` (a refusal's body, quoted in our own message) without the credentials the
+    request carried: a server may quote the key it rejects, and our message reaches the agent,
+    the journal and ``show``."""
+    try:
+        sent = response.request.headers
+    except (RuntimeError, AttributeError):
+        return text
+    from synartesis.redact import scrub_pieces
+    secrets: list[str] = []
+    for name, value in sent.items():
+        if name.lower() in _PLAIN_HEADERS or not value:
+            continue
+        secrets.append(value)
+        scheme, _, rest = value.partition(" ")
+        if rest.strip() and scheme.isalpha():
+            secrets.append(rest.strip())  # "Bearer <token>": the token alone too
+    return scrub_pieces(text, secrets) if secrets else text
 
 
 def _short(text: str | None) -> str | None:
