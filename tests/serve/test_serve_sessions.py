@@ -169,3 +169,37 @@ def test_a_client_that_leaves_before_its_initialize_is_answered_leaves_no_sessio
     assert servers() == [], "the session of a client that left still runs its server"
     status, sid, _ = _post(port, token, _INIT, timeout=20)  # serve still opens sessions
     assert status == 200 and sid
+
+
+def test_a_browser_on_an_allowed_origin_gets_past_cors(tmp_path):
+    # Before: `--allow-origin` let a browser's Origin through the check, but serve never answered
+    # the CORS preflight (OPTIONS, which carries no token: 401) nor sent
+    # Access-Control-Allow-Origin, so no browser page on any origin could ever call it.
+    _, port, token = _serve_kv(tmp_path)
+    origin = f"http://localhost:{port}"
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("OPTIONS", "/servers/kv/mcp", headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id, mcp-protocol-version"})
+    r = c.getresponse()
+    r.read()
+    assert r.status in (200, 204), r.status
+    assert r.getheader("access-control-allow-origin") == origin
+    allowed = (r.getheader("access-control-allow-headers") or "").lower()
+    assert all(h in allowed for h in ("authorization", "content-type", "mcp-session-id", "mcp-protocol-version"))
+    assert "POST" in (r.getheader("access-control-allow-methods") or "")
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("POST", "/servers/kv/mcp", json.dumps(_INIT), {
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Origin": origin,
+        "Accept": "application/json, text/event-stream"})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200 and r.getheader("access-control-allow-origin") == origin
+    assert "mcp-session-id" in (r.getheader("access-control-expose-headers") or "").lower()
+    # a foreign origin still gets nothing: neither the preflight nor the CORS headers
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("OPTIONS", "/servers/kv/mcp", headers={"Origin": "https://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 403 and r.getheader("access-control-allow-origin") is None
