@@ -3,7 +3,9 @@ in front of one backend session per MCP session.
 
 Every request is checked before anything is forwarded, in this order (a failed check answers
 and stops): the ``Host`` header is one of the allowed names (DNS rebinding) → 403; an
-``Origin``, when sent, is allowed → 403; ``GET /health`` answers here; the bearer token matches
+``Origin``, when sent, is allowed → 403 (an allowed one's CORS preflight, ``OPTIONS``, is
+answered here with 204, and every answer to it carries ``Access-Control-Allow-Origin``);
+``GET /health`` answers here; the bearer token matches
 (constant time) → 401; the path is ``/servers/NAME/mcp`` for a served NAME → 404; the method is
 POST, GET or DELETE → 405; a body over the cap (``Content-Length`` or as read) → 413.
 While draining (SIGTERM), new sessions and new ``tools/call`` s get 503.
@@ -190,6 +192,16 @@ class ServeApp:
             await self._plain(send, 403, "this Origin is not allowed; see serve --allow-origin")
             return
         path, method = scope.get("path", ""), scope.get("method", "GET")
+        if origin is not None:
+            send = _with_cors(send, origin)
+            if method == "OPTIONS" and "access-control-request-method" in headers:
+                # a browser's preflight carries no token: answered for an allowed Origin only
+                await send(_response_start(204, [
+                    (b"access-control-allow-methods", b"POST, GET, DELETE"),
+                    (b"access-control-allow-headers", _CORS_REQUEST_HEADERS),
+                    (b"access-control-max-age", b"600"), (b"content-length", b"0")]))
+                await send({"type": "http.response.body", "body": b""})
+                return
         if path == "/health":
             if method != "GET":
                 await self._plain(send, 405, "GET only", allow="GET")
@@ -545,6 +557,25 @@ class ServeApp:
         await send(_response_start(status, [(b"content-type", b"application/json"),
                                             (b"content-length", str(len(body)).encode())]))
         await send({"type": "http.response.body", "body": body})
+
+
+_CORS_REQUEST_HEADERS = (b"authorization, content-type, accept, mcp-session-id, mcp-protocol-version, "
+                         b"last-event-id, mcp-method, mcp-name")
+
+
+def _with_cors(send: Callable, origin: str) -> Callable:
+    """``send`` adding the CORS response headers for an allowed ``origin`` (a browser may then
+    read the answer and its ``Mcp-Session-Id``; the token is still required: no credentials
+    mode, no cookies)."""
+    extra = [(b"access-control-allow-origin", origin.encode("latin-1")),
+             (b"access-control-expose-headers", b"mcp-session-id, www-authenticate, retry-after"),
+             (b"vary", b"origin")]
+
+    async def cors_send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": list(message.get("headers", [])) + extra}
+        await send(message)
+    return cors_send
 
 
 def _starts_work(msg: Any) -> bool:
