@@ -1,7 +1,8 @@
 """A remote MCP server (Streamable HTTP, JSON answers) that answers initialize and tools/list
 and refuses every tools/call with a 403 whose plain-text body quotes the X-Api-Key header it
-was sent, as many APIs quote the key they reject. Prints its port."""
-import json, sys
+was sent, as many APIs quote the key they reject; with ``ECHO_SID`` set, its initialize answer
+gives that Mcp-Session-Id. Prints its port."""
+import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -20,7 +21,10 @@ class H(BaseHTTPRequestHandler):
         else:
             self.send_response(202); self.send_header("content-length","0"); self.end_headers(); return
         data = json.dumps(out).encode()
-        self.send_response(200); self.send_header("content-type","application/json"); self.send_header("content-length",str(len(data))); self.end_headers(); self.wfile.write(data)
+        self.send_response(200); self.send_header("content-type","application/json"); self.send_header("content-length",str(len(data)))
+        if m == "initialize" and os.environ.get("ECHO_SID"):  # a session id as raw bytes (latin-1)
+            self._headers_buffer.append(b"Mcp-Session-Id: " + os.environ["ECHO_SID"].encode("latin-1") + b"\r\n")
+        self.end_headers(); self.wfile.write(data)
     def do_GET(self):
         self.send_response(405); self.send_header("content-length","0"); self.end_headers()
     def do_DELETE(self):
