@@ -472,7 +472,13 @@ class HttpUpstream:
         except httpx2.InvalidURL as exc:
             raise _Gone(f"bad URL {safe_url(url)}: {exc}", sent=False) from exc
         for _ in range(_MAX_REDIRECTS + 1):
-            request = self._client.build_request(method, target, content=content, headers=headers)
+            try:
+                request = self._client.build_request(method, target, content=content, headers=headers)
+            except (UnicodeError, ValueError, TypeError):
+                # a value HTTP cannot carry (not ASCII, a line break): say which header, never its value
+                bad = sorted(k for k, v in headers.items() if not _sendable(v)) or ["a header"]
+                raise _Gone(f"the value of {', '.join(bad)} cannot be sent over HTTP (it must be visible "
+                            "ASCII); check what the entry sets it to", sent=False) from None
             try:
                 response = await self._client.send(request, stream=True)
             except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout, httpx2.ProxyError,
@@ -592,6 +598,9 @@ class HttpUpstream:
                         sent=False, status=status)
         if out.method == "initialize":
             sid = response.headers.get("mcp-session-id")
+            if sid and not _SESSION_ID_RE.fullmatch(sid):
+                raise _Gone("the server's Mcp-Session-Id is not visible ASCII (as MCP requires), so it cannot be "
+                            "sent back; the session cannot be used", sent=True, status=status)
             if sid:
                 self._session_id = sid
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -1016,6 +1025,14 @@ def _reason(exc: BaseException) -> str:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
     text = str(seen) or str(exc) or type(exc).__name__
     return text.strip().rstrip(".")
+
+
+_SESSION_ID_RE = re.compile(r"[\x21-\x7e]+")
+
+
+def _sendable(value: object) -> bool:
+    """A header value httpx sends as it is: text of printable ASCII (spaces and tabs allowed)."""
+    return isinstance(value, str) and all(" " <= c <= "~" or c == "\t" for c in value)
 
 
 #: Request headers whose values are no secret (the protocol's own); every other one may be a
