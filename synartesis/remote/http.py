@@ -568,6 +568,10 @@ class HttpUpstream:
         except asyncio.CancelledError:
             self._settle(ex, _Gone("the request was cancelled while it was in flight", sent=True))
             raise
+        except Exception as exc:  # noqa: BLE001 - a bug here must still answer the request, never hang it
+            # the type only: an exception's text can quote a header value (a credential)
+            log("error", "internal error in an HTTP exchange", server=self.label, error=type(exc).__name__)
+            self._settle(ex, _Gone(f"internal error ({type(exc).__name__}) while sending the request", sent=True))
         finally:
             for k in list(ex.waiting):
                 if self._exchanges.get(k) is ex:
