@@ -472,7 +472,13 @@ class HttpUpstream:
         except httpx2.InvalidURL as exc:
             raise _Gone(f"bad URL {safe_url(url)}: {exc}", sent=False) from exc
         for _ in range(_MAX_REDIRECTS + 1):
-            request = self._client.build_request(method, target, content=content, headers=headers)
+            try:
+                request = self._client.build_request(method, target, content=content, headers=headers)
+            except (UnicodeError, ValueError, TypeError):
+                # a value HTTP cannot carry (not ASCII, a line break): say which header, never its value
+                bad = sorted(k for k, v in headers.items() if not _sendable(v)) or ["a header"]
+                raise _Gone(f"the value of {', '.join(bad)} cannot be sent over HTTP (it must be visible "
+                            "ASCII); check what the entry sets it to", sent=False) from None
             try:
                 response = await self._client.send(request, stream=True)
             except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout, httpx2.ProxyError,
@@ -548,7 +554,7 @@ class HttpUpstream:
                     if out.method == "initialize" and self._mode is None and self.transport == "auto" \
                             and status in (400, 404, 405):
                         refusal = await _read_capped(response)
-                        await self._fall_back_to_sse(ex, refusal, status)
+                        await self._fall_back_to_sse(ex, refusal, status, response)
                         return
                     if self._mode is None and status < 300:
                         self._mode = "http"
@@ -562,6 +568,10 @@ class HttpUpstream:
         except asyncio.CancelledError:
             self._settle(ex, _Gone("the request was cancelled while it was in flight", sent=True))
             raise
+        except Exception as exc:  # noqa: BLE001 - a bug here must still answer the request, never hang it
+            # the type only: an exception's text can quote a header value (a credential)
+            log("error", "internal error in an HTTP exchange", server=self.label, error=type(exc).__name__)
+            self._settle(ex, _Gone(f"internal error ({type(exc).__name__}) while sending the request", sent=True))
         finally:
             for k in list(ex.waiting):
                 if self._exchanges.get(k) is ex:
@@ -587,11 +597,14 @@ class HttpUpstream:
                 raise _Gone("the server no longer knows this session", sent=False, status=404)
             if status >= 500:
                 raise _Gone(f"the server failed with HTTP {status}", sent=True, status=status)
-            detail = body[:200].decode("utf-8", "replace").strip()
+            detail = _without_credentials(body[:200].decode("utf-8", "replace").strip(), response)
             raise _Gone(f"the server refused the request with HTTP {status}" + (f": {detail}" if detail else ""),
                         sent=False, status=status)
         if out.method == "initialize":
             sid = response.headers.get("mcp-session-id")
+            if sid and not _SESSION_ID_RE.fullmatch(sid):
+                raise _Gone("the server's Mcp-Session-Id is not visible ASCII (as MCP requires), so it cannot be "
+                            "sent back; the session cannot be used", sent=True, status=status)
             if sid:
                 self._session_id = sid
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -749,7 +762,8 @@ class HttpUpstream:
         return True
 
     # -- HTTP+SSE (2024-11-05) -----------------------------------------------------------------
-    async def _fall_back_to_sse(self, ex: _Exchange, refusal: bytes, status: int) -> None:
+    async def _fall_back_to_sse(self, ex: _Exchange, refusal: bytes, status: int,
+                                response: httpx2.Response) -> None:
         """The ``initialize`` POST was refused (400/404/405): try the 2024-11-05 transport; if
         that fails too, the client gets the Streamable HTTP refusal (the likelier truth)."""
         log("info", "the server refused Streamable HTTP; trying the HTTP+SSE transport", server=self.label,
@@ -760,7 +774,7 @@ class HttpUpstream:
             log("info", "HTTP+SSE did not work either", server=self.label, error=exc.reason)
             self._problem(f"HTTP {status} from {safe_url(self.url)}")
             if not self._deliver_error_body(ex, refusal):
-                detail = refusal[:200].decode("utf-8", "replace").strip()
+                detail = _without_credentials(refusal[:200].decode("utf-8", "replace").strip(), response)
                 raise _Gone(f"the server refused the handshake with HTTP {status}" + (f": {detail}" if detail else ""),
                             sent=False, status=status) from None
             return
@@ -1015,6 +1029,40 @@ def _reason(exc: BaseException) -> str:
         seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
     text = str(seen) or str(exc) or type(exc).__name__
     return text.strip().rstrip(".")
+
+
+_SESSION_ID_RE = re.compile(r"[\x21-\x7e]+")
+
+
+def _sendable(value: object) -> bool:
+    """A header value httpx sends as it is: text of printable ASCII (spaces and tabs allowed)."""
+    return isinstance(value, str) and all(" " <= c <= "~" or c == "\t" for c in value)
+
+
+#: Request headers whose values are no secret (the protocol's own); every other one may be a
+#: credential (the entry's ``Authorization``, ``X-Api-Key`` …, and the session id).
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "connection", "content-length", "content-type", "host",
+                            "user-agent", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id"})
+
+
+def _without_credentials(text: str, response: httpx2.Response) -> str:
+    """``text`` (a refusal's body, quoted in our own message) without the credentials the
+    request carried: a server may quote the key it rejects, and our message reaches the agent,
+    the journal and ``show``."""
+    try:
+        sent = response.request.headers
+    except (RuntimeError, AttributeError):
+        return text
+    from synartesis.redact import scrub_pieces
+    secrets: list[str] = []
+    for name, value in sent.items():
+        if name.lower() in _PLAIN_HEADERS or not value:
+            continue
+        secrets.append(value)
+        scheme, _, rest = value.partition(" ")
+        if rest.strip() and scheme.isalpha():
+            secrets.append(rest.strip())  # "Bearer <token>": the token alone too
+    return scrub_pieces(text, secrets) if secrets else text
 
 
 def _short(text: str | None) -> str | None:

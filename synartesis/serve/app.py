@@ -3,12 +3,14 @@ in front of one backend session per MCP session.
 
 Every request is checked before anything is forwarded, in this order (a failed check answers
 and stops): the ``Host`` header is one of the allowed names (DNS rebinding) → 403; an
-``Origin``, when sent, is allowed → 403; ``GET /health`` answers here; the bearer token matches
+``Origin``, when sent, is allowed → 403 (an allowed one's CORS preflight, ``OPTIONS``, is
+answered here with 204, and every answer to it carries ``Access-Control-Allow-Origin``);
+``GET /health`` answers here; the bearer token matches
 (constant time) → 401; the path is ``/servers/NAME/mcp`` for a served NAME → 404; the method is
 POST, GET or DELETE → 405; a body over the cap (``Content-Length`` or as read) → 413.
 While draining (SIGTERM), new sessions and new ``tools/call`` s get 503.
 
-Sessions: an ``initialize`` POST without ``Mcp-Session-Id`` opens one (a new upstream and
+Sessions: an ``initialize`` request (with an id) POSTed without ``Mcp-Session-Id`` opens one (a new upstream and
 engine, :class:`Backend`); every later request must carry the id (unknown → 404, missing →
 400). ``DELETE`` ends it; so does idleness (no request and no open stream for
 ``idle_timeout`` seconds) and shutdown. A request POST is answered with an SSE stream carrying
@@ -190,6 +192,16 @@ class ServeApp:
             await self._plain(send, 403, "this Origin is not allowed; see serve --allow-origin")
             return
         path, method = scope.get("path", ""), scope.get("method", "GET")
+        if origin is not None:
+            send = _with_cors(send, origin)
+            if method == "OPTIONS" and "access-control-request-method" in headers:
+                # a browser's preflight carries no token: answered for an allowed Origin only
+                await send(_response_start(204, [
+                    (b"access-control-allow-methods", b"POST, GET, DELETE"),
+                    (b"access-control-allow-headers", _CORS_REQUEST_HEADERS),
+                    (b"access-control-max-age", b"600"), (b"content-length", b"0")]))
+                await send({"type": "http.response.body", "body": b""})
+                return
         if path == "/health":
             if method != "GET":
                 await self._plain(send, 405, "GET only", allow="GET")
@@ -287,6 +299,12 @@ class ServeApp:
                                              "error": {"code": -32000, "message":
                                                        "Bad Request: Mcp-Session-Id header is required"}})
                 return
+            if "id" not in msg:
+                # a notification gets no answer, so no Mcp-Session-Id: the session and its
+                # server would sit unreachable until the idle timeout
+                await self._json(send, 400, {"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32600, "message": "Invalid Request: initialize is a request; give it an id"}})
+                return
             session = await self._open_session(server, send)
             if session is None:
                 return
@@ -336,10 +354,15 @@ class ServeApp:
             for t in stream.progress:
                 if session.by_progress.get(t) is stream:
                     del session.by_progress[t]
+            left_unanswered = bool(stream.waiting)
             for k in list(stream.waiting):
                 if session.pending.get(k) is stream:
                     del session.pending[k]  # the client left: a late answer goes to the GET stream
             session.last_active = time.monotonic()
+            if new and left_unanswered and not session.closed:
+                # the client left before its initialize was answered: it may never have seen the
+                # Mcp-Session-Id, so nobody could use or end this session; end it now
+                asyncio.ensure_future(self._close_session(session, 0.0))
 
     async def _open_session(self, server: str, send: Callable) -> _Session | None:
         session = _Session(secrets.token_urlsafe(24), server)
@@ -534,6 +557,25 @@ class ServeApp:
         await send(_response_start(status, [(b"content-type", b"application/json"),
                                             (b"content-length", str(len(body)).encode())]))
         await send({"type": "http.response.body", "body": body})
+
+
+_CORS_REQUEST_HEADERS = (b"authorization, content-type, accept, mcp-session-id, mcp-protocol-version, "
+                         b"last-event-id, mcp-method, mcp-name")
+
+
+def _with_cors(send: Callable, origin: str) -> Callable:
+    """``send`` adding the CORS response headers for an allowed ``origin`` (a browser may then
+    read the answer and its ``Mcp-Session-Id``; the token is still required: no credentials
+    mode, no cookies)."""
+    extra = [(b"access-control-allow-origin", origin.encode("latin-1")),
+             (b"access-control-expose-headers", b"mcp-session-id, www-authenticate, retry-after"),
+             (b"vary", b"origin")]
+
+    async def cors_send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": list(message.get("headers", [])) + extra}
+        await send(message)
+    return cors_send
 
 
 def _starts_work(msg: Any) -> bool:

@@ -117,3 +117,89 @@ def test_two_http_clients_of_one_serve_are_two_agent_sessions(tmp_path):
                               "--journal", str(tmp_path / "j.db")).stdout)
     assert len(sessions) == 2, sessions
     assert sorted(s.get("client") for s in sessions) == ["gumloop-B", "n8n-workflow-A"], sessions
+
+
+def test_an_initialize_sent_as_a_notification_opens_no_session(tmp_path):
+    # Before: an `initialize` without an id (a notification) started a server and registered a
+    # session, then answered 202 without an Mcp-Session-Id: nobody could use or DELETE it, and
+    # its server process lived until the idle timeout (30 min); a loop of them spawned a
+    # process each.
+    from helpers import descendants
+
+    proc, port, token = _serve_kv(tmp_path)
+    notification = {k: v for k, v in _INIT.items() if k != "id"}
+    for _ in range(3):
+        status, sid, _ = _post(port, token, notification)
+        assert status == 400 and sid is None, status
+    time.sleep(0.5)
+    servers = [p for p in descendants(proc.pid) if "fake_server" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+    assert servers == [], "a server was started for a session nobody can reach"
+    status, sid, _ = _post(port, token, _INIT)  # a real initialize still opens one
+    assert status == 200 and sid
+
+
+def test_a_client_that_leaves_before_its_initialize_is_answered_leaves_no_session(tmp_path):
+    # Before: the session was registered when its server started; the client that asked for it
+    # went away before the answer (with its Mcp-Session-Id) came, so nobody could use or DELETE
+    # it, and its server process lived until the idle timeout (30 min).
+    import socket
+
+    from helpers import descendants
+
+    state = tmp_path / "kv.json"
+    state.write_text('{"k0": "v0"}')
+    slow_start = ["-c", f"sleep 1.5; exec {FAKE_SERVER[0]} {FAKE_SERVER[1]} --state {state}"]
+    policy = FAKE_POLICY.replace("  kv: {}\n", "  kv:\n    command: /bin/sh\n    args: %s\n" % json.dumps(slow_start))
+    proc, port, token = _start(tmp_path, policy, "kv")
+    body = json.dumps(_INIT).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"POST /servers/kv/mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+              b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (port, token.encode(), len(body), body))
+    time.sleep(0.4)
+    s.close()
+
+    def servers() -> list[int]:
+        return [p for p in descendants(proc.pid)
+                if "fake_server" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline and servers():
+        time.sleep(0.2)
+    time.sleep(2.5)  # past the slow start: a server left running would be up by now
+    assert servers() == [], "the session of a client that left still runs its server"
+    status, sid, _ = _post(port, token, _INIT, timeout=20)  # serve still opens sessions
+    assert status == 200 and sid
+
+
+def test_a_browser_on_an_allowed_origin_gets_past_cors(tmp_path):
+    # Before: `--allow-origin` let a browser's Origin through the check, but serve never answered
+    # the CORS preflight (OPTIONS, which carries no token: 401) nor sent
+    # Access-Control-Allow-Origin, so no browser page on any origin could ever call it.
+    _, port, token = _serve_kv(tmp_path)
+    origin = f"http://localhost:{port}"
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("OPTIONS", "/servers/kv/mcp", headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id, mcp-protocol-version"})
+    r = c.getresponse()
+    r.read()
+    assert r.status in (200, 204), r.status
+    assert r.getheader("access-control-allow-origin") == origin
+    allowed = (r.getheader("access-control-allow-headers") or "").lower()
+    assert all(h in allowed for h in ("authorization", "content-type", "mcp-session-id", "mcp-protocol-version"))
+    assert "POST" in (r.getheader("access-control-allow-methods") or "")
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("POST", "/servers/kv/mcp", json.dumps(_INIT), {
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Origin": origin,
+        "Accept": "application/json, text/event-stream"})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200 and r.getheader("access-control-allow-origin") == origin
+    assert "mcp-session-id" in (r.getheader("access-control-expose-headers") or "").lower()
+    # a foreign origin still gets nothing: neither the preflight nor the CORS headers
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    c.request("OPTIONS", "/servers/kv/mcp", headers={"Origin": "https://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 403 and r.getheader("access-control-allow-origin") is None
