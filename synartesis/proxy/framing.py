@@ -283,9 +283,9 @@ def answer_frame(line: Any) -> LazyFrame | None:
         else:
             return None
         if token.isdigit() and len(token) < 300 and (token[0] != 0x30 or len(token) == 1):
-            return LazyFrame(line, None, answer_id=int(token), result=result)
+            return LazyFrame(line, None, False, int(token), result)
         mid = _plain_value(token)
-        return None if mid is _UNREAD else LazyFrame(line, None, answer_id=mid, result=result)
+        return None if mid is _UNREAD else LazyFrame(line, None, False, mid, result)
     found = _answer_spans(line)
     if found is None:
         return None
