@@ -174,10 +174,11 @@ class ActionsMixin(ChainMixin):
                 top = self._one("SELECT value FROM counters WHERE name = 'gseq'")
             gseq = int(self._require(top, "the action counter")[0])
             gseq -= len(items)
-            quoted: dict[tuple[str, str], tuple[str, str, str]] = {}
+            quoted: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
             numbered: dict[str, int] = {}
             ids = new_ids(len(items))
             plain = True  # every text is ASCII: nothing for the backend to check or escape
+            canon = canonical
             for n, it in enumerate(items):
                 run_id = it["run"]
                 entries = states.get(run_id)
@@ -186,7 +187,7 @@ class ActionsMixin(ChainMixin):
                     if found is None:
                         continue  # the run is gone (pruned): nothing to attach the read to
                     heads[run_id] = found[0]
-                    entries = states[run_id] = []
+                    entries = states[run_id] = [[], None]  # the entries hashed; those stored, when they differ
                 seq = it.get("seq")
                 if seq is None:  # not numbered by the run's proxy: after the run's last, in this batch too
                     source = self._seq_sources.get(run_id)
@@ -198,8 +199,32 @@ class ActionsMixin(ChainMixin):
                 gseq += 1
                 server, tool, status = it["server"], it["tool"], it["status"]
                 args, result, rule, note = it["args"], it.get("result"), it.get("rule"), it.get("note")
-                key, args_ref, names = self._key_and_ref(server, tool, args, quoted)
-                result_ref = None if result is None else (_digest_ref(result) or self._put_json(result))
+                names = quoted.get((server, tool))  # a tuple of two interned names hashes without a new string
+                if names is None:
+                    qs, qt = canon(server), canon(tool)
+                    # the call key's prefix, the canonical names, and the state's text around its status
+                    names = quoted[(server, tool)] = (f"[{qs},{qt},", qs, qt, f',"server":{qs},"snapshot":null,"status":',
+                                                      f',"tool":{qt},"used_by":null,"verify":null}}]')
+                # the call key and the arguments' ref, serialised once when they are small (no
+                # string in them can be a blob, so the ref is their canonical text inline)
+                text = canon(args)
+                if len(text) < 1024 and text.isascii() and "$synartesis." not in text:
+                    # the ref keeps the keys in the call's order (``show`` prints them as the agent
+                    # sent them; put_json's inline form): with at most one ":" there is one key at
+                    # most, so the canonical text is that form already and is not serialised twice
+                    args_ref = "=" + (text if text.count(":") < 2 else compact(args))
+                    key = sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass"))  # as call_key
+                else:
+                    key, args_ref = call_key(server, tool, args), self._put_json(args)
+                if result is None:
+                    result_ref, qr = None, "null"
+                else:
+                    refs = _digest_refs(result)
+                    if refs is None:
+                        result_ref = self._put_json(result)
+                        qr = _q(result_ref)
+                    else:
+                        result_ref, qr = refs
                 aid = ids[n]
                 if status not in READ_STATUSES or not self._has_reads:  # another status: never from the proxy
                     self._q(f"INSERT INTO actions ({ACTION_COLS}) VALUES ({','.join('?' * ACTION_COUNT)})",
@@ -208,54 +233,38 @@ class ActionsMixin(ChainMixin):
                 else:
                     rows.append((gseq, run_id, seq, aid, server, tool, rule, key, args_ref, result_ref, status,
                                  note, ts))
-                # the chained state (canonical(action_state(row))) built from its template; text
-                # that is not ASCII takes the general path (a lone surrogate is stored escaped)
-                qr = "null" if result_ref is None else _q(result_ref)
+                # the chained entry ``[id, canonical(action_state(row))]`` built from its template;
+                # text that is not ASCII takes the general path (a lone surrogate is stored escaped)
                 qs = _QUOTED_STATUS.get(status) or _q(status)
                 if seq.__class__ is int:  # _READ_STATE as an f-string: about half the time of the % format
-                    data = (f'{{"args":{_q(args_ref)},"by":null,"class":"readonly","decision":null,"gseq":{gseq},'
-                            f'"inverse":null,"key":"{key}","post":null,"prior":null,"result":{qr},"reverted":null,'
-                            f'"seq":{seq},"server":{names[1]},"snapshot":null,"status":{qs},"tool":{names[2]},'
-                            f'"used_by":null,"verify":null}}')
+                    entry = (f'["{aid}",{{"args":{_q(args_ref)},"by":null,"class":"readonly","decision":null,'
+                             f'"gseq":{gseq},"inverse":null,"key":"{key}","post":null,"prior":null,"result":{qr},'
+                             f'"reverted":null,"seq":{seq}{names[3]}{qs}{names[4]}')
                 else:
-                    data = _READ_STATE % (_q(args_ref), gseq, key, qr, seq, names[1], qs, names[2])
-                if data.isascii():
-                    entry = f'["{aid}",{data}]'
-                    entries.append((entry, entry))
-                    plain = plain and (rule is None or rule.isascii()) and (note is None or note.isascii())
+                    entry = f'["{aid}",{_READ_STATE % (_q(args_ref), gseq, key, qr, seq, names[1], qs, names[2])}]'
+                if entry.isascii():
+                    entries[0].append(entry)
+                    if entries[1] is not None:
+                        entries[1].append(entry)
+                    if plain and not ((rule is None or rule.isascii()) and (note is None or note.isascii())):
+                        plain = False
                 else:
                     row = action_from_row(_as_action(aid, run_id, seq, server, tool, rule, key, args_ref, result_ref,
                                                      status, note, ts, gseq))
                     hashed, stored = chain_texts(action_state(row))
-                    entries.append((f'["{aid}",{hashed}]', f'["{aid}",{stored}]'))
+                    if entries[1] is None:
+                        entries[1] = list(entries[0])
+                    entries[0].append(f'["{aid}",{hashed}]')
+                    entries[1].append(f'["{aid}",{stored}]')
                     plain = False
             if rows:
                 self.db.executemany(_INSERT_READ, rows, checked=plain)
-            for run_id, entries in states.items():
-                if entries:
-                    self._append_event(run_id, "reads.record", '{"reads":[' + ",".join(e[0] for e in entries) + "]}",
-                                       '{"reads":[' + ",".join(e[1] for e in entries) + "]}", prev=heads[run_id],
+            for run_id, (hashed_entries, stored_entries) in states.items():
+                if hashed_entries:
+                    hashed = '{"reads":[' + ",".join(hashed_entries) + "]}"
+                    stored = hashed if stored_entries is None else '{"reads":[' + ",".join(stored_entries) + "]}"
+                    self._append_event(run_id, "reads.record", hashed, stored, prev=heads[run_id],
                                        at=ts)  # the reads' own time: a run's newest read is found by it
-
-    def _key_and_ref(self, server: str, tool: str, args: Any,
-                     quoted: dict[tuple[str, str], tuple[str, str, str]]) -> tuple[str, str, tuple[str, str, str]]:
-        """(call_key, args_ref, names) with the arguments serialised once when they are small
-        (no string in them can be a blob, so the ref is their canonical text inline). ``quoted``
-        keeps the canonical texts of server and tool names across one batch: ``names`` is
-        (the call key's prefix, canonical server, canonical tool), which record_reads's
-        template takes."""
-        names = quoted.get((server, tool))  # a tuple of two interned names hashes without a new string
-        if names is None:
-            qs, qt = canonical(server), canonical(tool)
-            names = quoted[(server, tool)] = (f"[{qs},{qt},", qs, qt)
-        text = canonical(args)
-        if len(text) < 1024 and "$synartesis." not in text and text.isascii():
-            # the ref keeps the keys in the call's order (``show`` prints them as the agent sent
-            # them; put_json's inline form): with at most one ":" there is one key at most, so
-            # the canonical text is that form already and is not serialised twice
-            ordered = text if text.count(":") < 2 else compact(args)
-            return sha256_hex(f"{names[0]}{text}]".encode("utf-8", "surrogatepass")), "=" + ordered, names  # as call_key: a name may hold a lone surrogate
-        return call_key(server, tool, args), self._put_json(args), names
 
     def _set(self, action_id: str, status: str, *, note: Any = ..., expect: Iterable[str] | None = None,
              step: dict | None = None, undo_id: str | None = None, **cols: Any) -> bool:
@@ -535,18 +544,22 @@ _DIGEST = '{"synartesisDigest":true,"bytes":%d,"sha256":%s,"preview":%s}'
 _DIGEST_KEYS = ["synartesisDigest", "bytes", "sha256", "preview"]
 
 
-def _digest_ref(result: Any) -> str | None:
+def _digest_refs(result: Any) -> tuple[str, str] | None:
     """An inline ref for a read's digested result (``{synartesisDigest, bytes, sha256,
     preview}``), built without walking it, that :meth:`get_json` and ``audit`` read as they read
-    :meth:`put_json`'s; None for anything else (then put_json decides)."""
-    if type(result) is not dict or result.get("synartesisDigest") is not True or len(result) != 4:
+    :meth:`put_json`'s, and its canonical text (``_q(ref)``); None for anything else (then
+    put_json decides)."""
+    if type(result) is not dict or len(result) != 4 or list(result) != _DIGEST_KEYS:
+        return None  # not the keys, in the order read_record and LazyFrame.result_digest build them
+    size, digest, preview = result["bytes"], result["sha256"], result["preview"]
+    if result["synartesisDigest"] is not True or type(size) is not int or type(digest) is not str \
+            or type(preview) is not str:
         return None
-    size, digest, preview = result.get("bytes"), result.get("sha256"), result.get("preview")
-    if type(size) is not int or type(digest) is not str or type(preview) is not str:
-        return None
-    # json.dumps(result, ensure_ascii=False, separators=(",", ":")), its keys in the order
-    # read_record and LazyFrame.result_digest build them
+    # json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     text = f'{{"synartesisDigest":true,"bytes":{size},"sha256":{_q(digest)},"preview":{_q(preview)}}}'  # _DIGEST
-    if list(result) != _DIGEST_KEYS or len(text) > 2048 or "$synartesis." in text or not text.isascii():
+    if len(text) > 2048 or not text.isascii() or "$synartesis." in text:
         return None  # long, not ASCII, or a server's look-alike holding our markers: put_json decides
-    return "=" + text  # inline, as put_json stores a small value (read back by get_json alike)
+    # inline, as put_json stores a small value (read back by get_json alike); quoted as _q
+    # quotes it: ASCII holding no control character (those are escaped in the two strings, and
+    # the rest is ours), in which _q escapes nothing but the quotes and backslashes
+    return "=" + text, '"=' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

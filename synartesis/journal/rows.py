@@ -52,16 +52,22 @@ def new_id() -> str:
 
 
 def new_ids(n: int) -> list[str]:
-    """``n`` ids as :func:`new_id` makes them, from one ``os.urandom`` call (a batch of reads)."""
-    raw = bytearray(os.urandom(16 * n))
-    out = []
-    for k in range(0, 16 * n, 16):
-        raw[k + 6] = (raw[k + 6] & 0x0F) | 0x40
-        raw[k + 8] = (raw[k + 8] & 0x3F) | 0x80
-    h = raw.hex()
-    for k in range(0, 32 * n, 32):
-        out.append(f"{h[k:k + 8]}-{h[k + 8:k + 12]}-{h[k + 12:k + 16]}-{h[k + 16:k + 20]}-{h[k + 20:k + 32]}")
-    return out
+    """``n`` ids as :func:`new_id` makes them, from one ``os.urandom`` call (a batch of reads).
+    Without a loop in Python: the version and variant bits set on all of them at once (as one
+    integer), the hex text cut into groups of four by ``bytes.hex`` and put together by one
+    ``%`` format (a loop of slices cost about 90 bytecodes an id)."""
+    if n <= 0:
+        return []
+    size = 16 * n
+    bits = int.from_bytes(os.urandom(size), "big") & int.from_bytes(_V4_KEEP * n, "big") | int.from_bytes(_V4_SET * n, "big")
+    groups = bits.to_bytes(size, "big").hex("-", 2).split("-")  # 8 groups of 4 hex digits an id
+    return (_UUID_TEXT * n % tuple(groups)).split(",")[:-1]
+
+
+# an id's 16 bytes: byte 6's high nibble is the version (4), byte 8's two high bits the variant (10)
+_V4_KEEP = bytes.fromhex("ffffffffffff0fff3fffffffffffffff")
+_V4_SET = bytes.fromhex("00000000000040008000000000000000")
+_UUID_TEXT = "%s%s-%s-%s-%s-%s%s%s,"  # each id ends with a comma: one split cuts them apart
 
 
 def now_iso(offset_s: float = 0.0) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from synartesis.errors import JournalConfigError
 from synartesis.journal.rows import now_iso
@@ -37,6 +37,7 @@ class Migration:
     sql: str
     rebuilds: bool = False  # copies tables that others reference (needs foreign keys off)
     pg: str = ""  # the same change in PostgreSQL's DDL (run as one script)
+    sqlite_step: "Callable[[SqliteBackend], None] | None" = None  # run after ``sql`` on SQLite
 
     def ddl(self, backend: str) -> str:
         return self.pg if backend == "postgresql" else self.sql
@@ -344,6 +345,40 @@ CREATE POLICY reads_record ON reads FOR INSERT WITH CHECK (synartesis_may_run(ru
 CREATE POLICY reads_prune ON reads FOR DELETE USING (synartesis_may_run(run_id));
 """ + _grant_to_team("reads, all_actions", ("GRANT SELECT, INSERT, DELETE ON reads", "GRANT SELECT ON all_actions"))
 
+# Schema 7 (issue 11, instructions per read): the CHECK on ``reads.status`` is written as three
+# comparisons instead of an IN list. The same constraint (a NULL passes both, and the column is
+# NOT NULL), but SQLite builds an ephemeral index for an IN list of three or more constants on
+# every row it checks: about 10k instructions a row under callgrind, against 0.2k for the
+# comparisons (the multi-row INSERT of a batch of reads still checks each row). SQLite cannot
+# ALTER a CHECK, and a table rebuild copies every read (a long pause on the first start of a
+# big journal), so the stored CREATE TABLE text is changed in place: what SQLite documents for
+# a constraint change that leaves the stored records as they are (ALTER TABLE, "Making other
+# kinds of table schema changes": writable_schema, then the schema cookie moved on, so every
+# connection reads the schema again). Nothing else is touched; where the text is not found (or
+# SQLite refuses writable_schema, in its defensive mode) the IN list stays, the same constraint,
+# slower. PostgreSQL checks an IN list cheaply: nothing changes there.
+_READS_STATUS_IN = "CHECK (status IN ('applied','failed','unknown'))"
+_READS_STATUS_OR = "CHECK (status = 'applied' OR status = 'failed' OR status = 'unknown')"
+
+
+def _reads_check_as_comparisons(db: "SqliteBackend") -> None:
+    import sqlite3
+    conn = db.conn
+    try:
+        cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+        conn.execute("PRAGMA writable_schema = ON")
+        try:
+            changed = conn.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' "
+                                   "AND name = 'reads' AND instr(sql, ?) > 0",
+                                   (_READS_STATUS_IN, _READS_STATUS_OR, _READS_STATUS_IN)).rowcount
+            if changed:
+                conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+        finally:
+            conn.execute("PRAGMA writable_schema = OFF")
+    except sqlite3.Error:  # defensive mode: sqlite_master may not be written; the IN list stays
+        pass
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL, pg=_INITIAL_PG),
     Migration(2, "agent sessions, journal-wide order, honest statuses, redo", _SESSIONS, rebuilds=True,
@@ -352,6 +387,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "chunks listed by row number", _CHUNK_IDS, pg=_CHUNK_IDS_PG),
     Migration(5, "one chained event per batch of reads", _BATCHED_READS, pg=_BATCHED_READS),
     Migration(6, "plain reads in a compact append-only table", _READS, pg=_READS_PG),
+    Migration(7, "the reads' status checked by comparisons", "", pg=_BATCHED_READS,
+              sqlite_step=_reads_check_as_comparisons),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].number
 
@@ -392,6 +429,8 @@ def migrate(db: "SqliteBackend") -> list[int]:
                 else:
                     for stmt in _statements(m.sql):
                         db.execute(stmt)
+                    if m.sqlite_step is not None:
+                        m.sqlite_step(db)
                 db.execute(db.sql("INSERT INTO migrations (version, name, applied_at) VALUES (?,?,?)"),
                            (m.number, m.name, now_iso()))
                 applied.append(m.number)

@@ -23,33 +23,34 @@ class CallContext:
     that read has been answered (:meth:`Engine.release_kept`).
     """
 
-    __slots__ = ("action_id", "answer", "cancelled", "deadline", "failure", "forwarded", "held", "hold_error",
-                 "id_key", "keep_answer", "kept", "kept_by_read", "line", "msg", "read", "settled", "timed_out", "waiter")
+    # Every field but the first three starts as the class's default, set on the instance only
+    # when it changes: a plain read sets four of them, and assigning all nineteen in __init__
+    # cost about 45 bytecodes a call on the client's reader (issue 11, instructions per read).
+    action_id: str | None = None
+    read: dict | None = None  # a plain read's journal record, completed on its answer
+    waiter: Any = None  # a held lock the lane waits on (released when it settles)
+    answer: Any = None
+    failure: Any = None  # a transport.RequestFailed
+    deadline: float | None = None
+    forwarded = False
+    cancelled = False
+    settled = False
+    timed_out = False
+    # saga mode: an error answer is kept back (``held``, its frame) for the pipeline to send
+    # once the run has been rolled back, with what was rolled back said in it
+    hold_error = False
+    held: Any = None
+    # a write read back after its answer: the answer is kept back until the read-back has been
+    # answered, so nothing the agent (or a person it tells) does next can land before it and be
+    # recorded as the state the write left (undo would then overwrite it)
+    keep_answer = False
+    kept: Any = None
+    kept_by_read = False  # the read-back's answer releases it, not the pipeline
 
     def __init__(self, line: Any, msg: dict, id_key: str) -> None:
         self.line = line
         self.msg = msg
         self.id_key = id_key
-        self.forwarded = False
-        self.cancelled = False
-        self.action_id: str | None = None
-        self.read: dict | None = None  # a plain read's journal record, completed on its answer
-        self.waiter: Any = None  # a held lock the lane waits on (released when it settles)
-        self.answer: Any = None
-        self.failure: Any = None  # a transport.RequestFailed
-        self.deadline: float | None = None
-        self.settled = False
-        self.timed_out = False
-        # saga mode: an error answer is kept back (``held``, its frame) for the pipeline to
-        # send once the run has been rolled back, with what was rolled back said in it
-        self.hold_error = False
-        self.held: Any = None
-        # a write read back after its answer: the answer is kept back until the read-back has
-        # been answered, so nothing the agent (or a person it tells) does next can land before
-        # it and be recorded as the state the write left (undo would then overwrite it)
-        self.keep_answer = False
-        self.kept: Any = None
-        self.kept_by_read = False  # the read-back's answer releases it, not the pipeline
 
 
 def is_plain_read(rule: Any) -> bool:

@@ -273,21 +273,25 @@ def answer_frame(line: Any) -> LazyFrame | None:
             if cut < 0:
                 return None
             token = line[cut + len(_TAIL):-1]
+            result = (len(_RESULT_FIRST), cut)
         elif line.startswith(_HEAD):
             comma = line.find(_RESULT_KEY, len(_HEAD))
             if comma < 0:
                 return None
             token = line[len(_HEAD):comma]
+            result = (comma + len(_RESULT_KEY), len(line) - 1)
         else:
             return None
         if token.isdigit() and len(token) < 300 and (token[0] != 0x30 or len(token) == 1):
-            return LazyFrame(line, None, answer_id=int(token))
+            return LazyFrame(line, None, False, int(token), result)
         mid = _plain_value(token)
-        return None if mid is _UNREAD else LazyFrame(line, None, answer_id=mid)
+        return None if mid is _UNREAD else LazyFrame(line, None, False, mid, result)
     found = _answer_spans(line)
     if found is None:
         return None
-    return LazyFrame(line, None, answer_id=found[0])
+    frame = LazyFrame(line, None, answer_id=found[0])
+    frame._members = found[1]  # read once (whitespace after the frame: its ends are not where answer_frame looks)
+    return frame
 
 
 def parse_lenient(line: Any) -> Any:
@@ -649,14 +653,17 @@ class LazyFrame:
         is_batch: the frame is a JSON array.
     """
 
-    __slots__ = ("_id", "_members", "_sure", "_unescaped", "is_batch", "line")
+    __slots__ = ("_id", "_members", "_result", "_sure", "_unescaped", "is_batch", "line")
 
     def __init__(self, line: Any, members: dict[str, tuple[int, int]] | None, is_batch: bool = False,
-                 answer_id: Any = _UNREAD) -> None:
+                 answer_id: Any = _UNREAD, result: tuple[int, int] | None = None) -> None:
         self.line = line
         self._members = members
         self.is_batch = is_batch
         self._id: Any = answer_id
+        # an everyday answer's result span, found by answer_frame with its id: its members are
+        # that, "jsonrpc" and "id", built from it when first asked for (no second search)
+        self._result = result
         self._sure: bool | None = None if members is None else True
         self._unescaped = False  # sure() searched the whole frame and found no \u escape
 
@@ -677,7 +684,7 @@ class LazyFrame:
             line = self.line
             sure = not (
                 line.find(b'"method"') >= 0 or line.find(b"\\u") >= 0
-                or (line.startswith(_HEAD) and line.find(b'"id"', self.members.get("result", (0, 0))[0]) >= 0))
+                or (line.startswith(_HEAD) and line.find(b'"id"', self.result_span()[0]) >= 0))
             self._sure = self._unescaped = sure
         return sure
 
@@ -685,9 +692,27 @@ class LazyFrame:
     def members(self) -> dict[str, tuple[int, int]]:
         members = self._members
         if members is None:
-            found = _answer_spans(self.line)
-            members = self._members = found[1] if found is not None else {}
+            span = self._result
+            if span is None:
+                found = _answer_spans(self.line)
+                members = found[1] if found is not None else {}
+            elif span[0] == len(_RESULT_FIRST):  # {"result":…,"jsonrpc":"2.0","id":ID}, as _answer_spans reads it
+                cut = span[1]
+                members = {"result": span, "jsonrpc": (cut + 11, cut + 16), "id": (cut + len(_TAIL), len(self.line) - 1)}
+            else:  # {"jsonrpc":"2.0","id":ID,"result":…}
+                members = {"jsonrpc": (11, 16), "id": (len(_HEAD), span[0] - len(_RESULT_KEY)), "result": span}
+            self._members = members
         return members
+
+    def has_error(self) -> bool:
+        """Whether the frame has a top-level ``error`` member (an everyday answer, known by its
+        ``result`` and ``id`` at its two ends, has none)."""
+        return self._result is None and "error" in self.members
+
+    def result_span(self) -> tuple[int, int] | None:
+        """``(start, end)`` of the ``result`` member's bytes; None without one."""
+        span = self._result
+        return span if span is not None else self.members.get("result")
 
     @classmethod
     def scan(cls, line: Any) -> LazyFrame | None:
@@ -769,14 +794,14 @@ class LazyFrame:
 
     def result_size(self) -> int:
         """The byte length of the ``result`` member (0 when absent)."""
-        span = self.members.get("result")
+        span = self.result_span()
         return span[1] - span[0] if span else 0
 
     def result_digest(self) -> dict | None:
         """``{"synartesisDigest", "bytes", "sha256", "preview"}`` of the ``result`` member's own
         bytes (nothing is parsed), plus ``"isError": True`` when the result says so; None
         without a result."""
-        span = self.members.get("result")
+        span = self.result_span()
         if span is None:
             return None
         global _sha256

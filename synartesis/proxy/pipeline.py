@@ -363,7 +363,7 @@ def read_record(item: dict) -> dict:
                 return item
             item["answer"] = parsed
             return read_record(item)
-        if "error" in msg.members:  # the spans themselves: no __contains__ frame
+        if msg.has_error():
             item["status"] = "failed"
             item["note"] = f"the server answered with an error: {_error_message(msg.member('error'))}"
             return item

@@ -3,6 +3,8 @@ audit proves them, copies carry them, and journals from before keep theirs in ``
 
 from __future__ import annotations
 
+import pytest
+
 from synartesis.journal import Journal
 from synartesis.journal.transfer import copy_journal
 
@@ -107,3 +109,78 @@ def test_a_batch_of_reads_is_stored_packed_and_reads_back_as_its_chained_text(ne
     if j.db.name == "sqlite":
         assert isinstance(data, bytes) and len(data) < len(text) // 2
         assert {event_text(packed_event(text, 1, m)) for m in range(1, 10)} == {text}
+
+
+def test_a_schema_6_journal_keeps_its_reads_and_checks_their_status_by_comparisons(tmp_path, monkeypatch):
+    # schema 7: the same CHECK, without the IN list SQLite builds an index for on every row
+    # (about 10k instructions a read); the stored table text changed in place, nothing copied
+    import sqlite3
+
+    from synartesis.journal import schema
+
+    path = tmp_path / "j" / "journal.db"
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:6])
+        m.setattr(schema, "SCHEMA_VERSION", 6)
+        old = Journal.open(path, create=True)
+        run = old.begin_run("old", {})
+        _reads(old, run, ["/a", "/b"])
+        assert "status IN ('applied','failed','unknown')" in _table_sql(old.conn)
+        old.close()
+    other = sqlite3.connect(path, isolation_level=None)  # open while the journal is upgraded
+    assert other.execute("SELECT count(*) FROM reads").fetchone()[0] == 2
+    j = Journal.open(path)
+    assert j.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    for conn in (j.conn, other, sqlite3.connect(path, isolation_level=None)):
+        assert schema._READS_STATUS_OR in _table_sql(conn) and "IN (" not in _table_sql(conn)
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+            conn.execute("INSERT INTO reads (gseq, run_id, seq, id, server, tool, call_key, args_ref, status, at) "
+                         "VALUES (999, ?, 99, 'x', 's', 't', 'k', '=1', 'pending', 'now')", (run,))
+    own = iter(range(3, 100))
+    j.own_run(run, lambda: next(own))
+    _reads(j, run, ["/c"])
+    assert [a.seq for a in j.actions(run)] == [1, 2, 3] and _count(j, "reads", run) == 3 and j.audit(run).ok
+    j.close()
+    other.close()
+
+
+def test_a_journal_whose_schema_cannot_be_written_keeps_the_in_list(tmp_path, monkeypatch):
+    # SQLite in its defensive mode refuses writable_schema: the upgrade goes on, the CHECK as it was
+    from synartesis.journal import schema
+
+    def refuse(db):
+        import sqlite3
+        raise sqlite3.OperationalError("table sqlite_master may not be modified")
+    real = schema._reads_check_as_comparisons
+    monkeypatch.setattr(schema, "MIGRATIONS", tuple(
+        m if m.number != 7 else schema.Migration(7, m.name, m.sql, pg=m.pg, sqlite_step=lambda db: _guarded(real, refuse, db))
+        for m in schema.MIGRATIONS))
+    j = Journal.open(tmp_path / "j" / "journal.db", create=True)
+    assert j.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+    assert "status IN ('applied','failed','unknown')" in _table_sql(j.conn)
+    run = j.begin_run("t", {})
+    _reads(j, run, ["/a"])
+    assert _count(j, "reads", run) == 1 and j.audit(run).ok
+    j.close()
+
+
+def _guarded(real, refuse, db):
+    """The migration step with its UPDATE refused as SQLite's defensive mode refuses it."""
+    conn = db.conn
+
+    class Refusing:
+        def execute(self, sql, *args):
+            if sql.startswith("UPDATE sqlite_master"):
+                refuse(db)
+            return conn.execute(sql, *args)
+
+    class Db:
+        pass
+    fake = Db()
+    fake.conn = Refusing()
+    real(fake)
+
+
+def _table_sql(conn) -> str:
+    return conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'reads'").fetchone()[0]

@@ -235,3 +235,32 @@ def test_batch_items_reads_each_element_and_never_raises():
     assert batch_items(b"[]") == []
     for bad in (b"", b"[", b"[1,", b'[{"id":1}', b"[1] 2", b"{}", b'["unterminated]', b"[}", b"\xff[1]"):
         assert batch_items(bad) is None, bad
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.integers(-10**12, 10**12), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)),
+       _json, st.booleans(), st.sampled_from(["", " ", "\r\n "]))
+def test_an_everyday_answers_members_come_from_its_result_span_as_its_ends_read_them(mid, value, ts_order, after):
+    # the result span answer_frame finds with the id is kept, and the members are built from it
+    # (not searched for again): the same spans as reading the frame's two ends, in that order
+    from synartesis.proxy.framing import _answer_spans, answer_frame
+    msg = {"result": value, "jsonrpc": "2.0", "id": mid} if ts_order else {"jsonrpc": "2.0", "id": mid, "result": value}
+    line = (json.dumps(msg, separators=(",", ":"), ensure_ascii=False) + after).encode()
+    frame = answer_frame(line)
+    found = _answer_spans(line)
+    assert (frame is None) == (found is None)
+    if frame is None:
+        return
+    assert not frame.has_error()
+    assert frame.result_span() == found[1]["result"]
+    assert list(frame.members.items()) == list(found[1].items())
+    assert frame.result() == value and frame.member("jsonrpc") == "2.0" and frame.response_id() == mid
+    a, b = frame.result_span()
+    assert frame.result_size() == b - a and frame.result_digest()["sha256"] == hashlib.sha256(line[a:b]).hexdigest()
+
+
+def test_a_frame_read_by_its_envelope_says_whether_it_has_an_error():
+    frame = LazyFrame.scan(b'{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"no"}}')
+    assert frame.has_error() and frame.result_span() is None and frame.result_size() == 0
+    frame = LazyFrame.scan(b'{"jsonrpc":"2.0","id":1,"result":{"a":1}}')
+    assert not frame.has_error() and frame.line[slice(*frame.result_span())] == b'{"a":1}'
