@@ -379,8 +379,10 @@ class RunsMixin(ActionsMixin):
             # a halt that marks no action (another run's later write, a server still running)
             # keeps the run too (adversarial review 19, F8: prune deleted it)
             what = "redo" if last[1] == "redo" else "undo"
-            return (f"its last {what} halted; a person must look at it first (`synartesis show {run.id[:10]}` "
-                    f"says why; `synartesis {what} {run.id[:10]}` again once that is dealt with frees it)")
+            # `history` shows the halted attempt with its reason (`show` lists the actions only), and
+            # ids are 8 characters as everywhere else (a new user's round 22, #4: "d5bdd9b1-1")
+            return (f"its last {what} halted; a person must look at it first (`synartesis history {run.id[:8]}` "
+                    f"says why; `synartesis {what} {run.id[:8]}` again once that is dealt with frees it)")
         return None
 
     def prune(self, run_ids: list[str]) -> int:

@@ -381,7 +381,8 @@ def _target(j: Journal, opts: UndoOptions) -> Target | UndoReport:
             if live:
                 raise ConflictError(f"the newest session with something to undo is still active: {live[0].name}; "
                                     "its agent may still be writing, so nothing older is undone in its place. Stop "
-                                    f"the agent first, or undo it anyway: synartesis undo {live[0].id[:10]} --force")
+                                    f"the agent first, or undo it anyway: `synartesis undo {live[0].id[:10]} --force` shows "
+                                    "what it would do, and `--force --yes` does it")
             return UndoReport(run="", dry_run=opts.dry_run, status="nothing", skipped=skipped,
                               message="nothing can be undone: no session has anything left to undo")
     if (opts.to is not None or opts.only is not None) and t.kind != "run":
@@ -593,7 +594,8 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
         run = target.live_runs[0]
         what = f"run {run.id[:8]} is" if target.kind == "run" else f"{target.name} has a run still active ({run.id[:8]}):"
         raise LiveRunError(f"{what} still active (an agent may still be writing through it); "
-                           "stop the agent first (its run then ends with it), or add --force", what, run.id)
+                           "stop the agent first (its run then ends with it), or add --force to see what the undo would do, "
+                           "then --force --yes to do it", what, run.id)
     preview = opts.dry_run or (opts.force and not opts.yes)
     if not preview:
         if j.close_stale():  # a run whose proxy is gone ends now; its in-flight calls become unknown
@@ -830,12 +832,16 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         elif not preview and current is not None and (current.status, current.unverified) != (status, unverified if status == "compensated" else 0):
             j.set_run_status(rid, status, unverified)
     report.runs = statuses
+    kept_status = None
     if not statuses and report.halted:
         halted_run = runs.get(report.halted.run or "")
         if halted_run is not None:
             report.stays = status_text(halted_run.status, halted_run.unverified)
+            kept_status = halted_run.status
     if not statuses:
-        report.status = "partial" if report.halted else "nothing"
+        # a halt that changed nothing reports the status the run keeps, as `list` shows it (a new
+        # user's round 22, #3: --json said "partial" beside "stays": "complete")
+        report.status = (kept_status or "partial") if report.halted else "nothing"
         if report.status == "nothing":
             report.message = f"nothing to undo in {report.target_name}: " + _why_nothing(report)
     elif report.halted or "partial" in statuses.values() or any(s.kind == "permanent" for s in report.steps):

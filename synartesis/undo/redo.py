@@ -129,7 +129,7 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
     rows, last, actions = found
     if target.live_runs and not opts.force:
         raise ConflictError(f"{target.name} is still active (an agent may still be writing through it); "
-                            "stop the agent first, or add --force")
+                            "stop the agent first, or add --force to see what a redo would do, then --force --yes to do it")
     preview = opts.dry_run or (opts.force and not opts.yes)
     report = UndoReport(run=target.id, dry_run=preview, status="partial", preview_force=opts.force and not opts.yes,
                         kind="redo", target=target.kind, target_name=target.name, picked=target.picked)
@@ -199,6 +199,8 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             report.stays = status_text(halted.status, halted.unverified)
         report.status = ("partial" if report.halted or "partial" in statuses.values() or report.earlier_runs_undone
                          else "redone" if statuses else "nothing")
+        if not statuses and report.halted and report.stays is not None:
+            report.status = halted.status  # what it keeps, as undo's halt reports it
         # sent again and not verified (not read back, or read back with nothing of the first
         # call's to compare with): said in the RESULT line (``redone (unverified: N)``), as each
         # such step is tagged (new user round 10: a tagged step the RESULT line did not count);

@@ -94,3 +94,15 @@ def test_undo_over_a_damaged_payload_says_the_journal_is_damaged(tmp_path, fs_se
     assert "Traceback" not in p.stderr and p.returncode == 2, (p.returncode, p.stdout, p.stderr[-800:])
     assert "damaged" in p.stderr and "synartesis audit" in p.stderr, p.stderr
     assert (tmp_path / "root" / "a.txt").read_text() == "one"  # nothing was put back
+
+
+def test_a_run_whose_last_undo_halted_points_at_history(tmp_path, fs_server):
+    """A new user's round 22, #4: the reason named `show d5bdd9b1-1` (10 characters, cut at the
+    dash), and `show` lists actions, not the halted attempt; `history` shows it."""
+    flags, first, second = _two_runs(tmp_path, fs_server, texts=("one", "one"))
+    assert cli("undo", first.id[:8], *flags).returncode == 1  # another session's later write
+    p = _prune(flags, first.id[:8])
+    why = json.loads(p.stdout)["kept"][0]["why"]
+    assert f"`synartesis history {first.id[:8]}` says why" in why, why
+    shown = cli("history", first.id[:8], *flags)
+    assert shown.returncode == 0 and "halted" in shown.stdout, shown.stdout
