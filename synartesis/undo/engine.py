@@ -442,6 +442,40 @@ def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | N
     return test
 
 
+def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str, others_only: bool = False) -> str:
+    """A detail line naming writes to ``a``'s resource that an undo reverted after ``since`` (an
+    ISO time: when ``a`` was last applied, for an undo; when it was undone, for a redo), each as
+    ``run:seq tool of session S``; ``""`` when there are none (a new user's round 19, #6 and
+    round 22, #5: a drift left by another session's undo named nothing but the two states).
+    ``runs``: the walk's runs by id (others are looked up); ``others_only``: name none of them
+    (a redo: what the undo it takes back reverted there, it redoes itself)."""
+    run = runs.get(a.run_id)
+    if run is None:
+        return ""
+    try:
+        found = [b for b in j.reverted_since(since) if b.id != a.id and not (others_only and b.run_id in runs)]
+        if not found:
+            return ""
+        same = same_resource(j, run, a)
+        named = []
+        for b in found:
+            b_run = runs.get(b.run_id)
+            if b_run is None:
+                try:
+                    b_run = j.find_run(b.run_id)
+                except UsageError:
+                    b_run = None
+            if same(b_run, b):
+                named.append(f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
+                             if b_run is not None and b_run.session_id else ""))
+    except JournalError:
+        return ""
+    if not named:
+        return ""
+    return (f"\n  reverted since by an undo: {', '.join(named[-5:])}; that undo put back an older state over "
+            "what is expected here")
+
+
 class OtherRuns:
     """Writes of runs a walk does not undo (another session's, or another run of the same
     session) after the walk's first action, still in effect, on any server,
@@ -1474,35 +1508,8 @@ class _Walk:
                 f"what {did} did")
 
     def reverted_note(self, a: ActionRow) -> str:
-        """A detail line naming writes to ``a``'s resource that an undo reverted since ``a`` was
-        last applied (a new user's round 19, #6: a drift left by another session's forced undo
-        named nothing but the two states), or ``""``."""
-        run = self.runs.get(a.run_id)
-        if run is None:
-            return ""
-        try:
-            since = self._applied_since(a)
-            found = [b for b in self.j.reverted_since(since) if b.id != a.id]
-            if not found:
-                return ""
-            same = same_resource(self.j, run, a)
-            named = []
-            for b in found:
-                b_run = self.runs.get(b.run_id)
-                if b_run is None:
-                    try:
-                        b_run = self.j.find_run(b.run_id)
-                    except UsageError:
-                        b_run = None
-                if same(b_run, b):
-                    named.append(f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
-                                 if b_run is not None and b_run.session_id else ""))
-        except JournalError:
-            return ""
-        if not named:
-            return ""
-        return (f"\n  reverted since by an undo: {', '.join(named[-5:])}; that undo put back an older state over "
-                "what this call left")
+        """:func:`reverted_note` since ``a`` was last applied."""
+        return reverted_note(self.j, self.runs, a, self._applied_since(a))
 
     def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:
         """Settle an ``unknown`` action whose post-state cannot be computed (the policy declares

@@ -21,7 +21,7 @@ from synartesis.journal import ActionRow, Journal, RunRow, UndoRow, status_text
 from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.undo.engine import (IDEMPOTENCY_KEY, OtherRuns, Step, UndoOptions, UndoReport, finish, later_writes, launch_cause,
-                                    prior_state, replan_action, resource_key, take_steps)
+                                    prior_state, replan_action, resource_key, reverted_note, take_steps)
 from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
 from synartesis.undo.targets import Target, resolve_target
@@ -376,7 +376,8 @@ class _Redo:
                 pass  # another run's write-back: the check below halts on it
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state the undo left it in.\n"
-                          f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}")
+                          f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}"
+                          + reverted_note(self.j, self.runs, a, a.updated_at or "", others_only=True))
                 if not opts.force:
                     return Step(a.seq, a.id, q, "halt", "drift detected", expected=expected, actual=now, check=check,
                                 detail=launch_cause(self.pool, a.run_id, verify["server"], detail)[1])

@@ -31,7 +31,7 @@ def test_undo_halts_when_another_session_wrote_the_resource_back_to_the_same_val
         [sa] = [r for r in j.list_runs() if any(a.args_ref and j.get_json(a.args_ref) == {"key": "k0", "value": "A"}
                                                 for a in j.actions(r.id)) and len(j.actions(r.id)) == 1]
         assert j.prunable(sa).startswith("its last undo halted; a person must look at it first")
-        assert f"`synartesis undo {sa.id[:10]}` again" in j.prunable(sa)
+        assert f"`synartesis undo {sa.id[:8]}` again" in j.prunable(sa)
     # nor the run whose write the halt named (adversarial review 20, F4: pruned, and the next
     # undo of sa went through, wiping sc's write-back unnamed)
     pruned = cli("prune", "--older-than", "0", "--yes", *flags)
