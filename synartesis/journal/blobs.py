@@ -65,6 +65,7 @@ _PLACES_MAX = 200_000  # chunk places (pack, offset, length) kept per connection
 # Small payloads read back, kept per connection (blobs never change; a prune or an audit drops them)
 _CACHED_BLOB_MAX = 16 * 1024
 _CACHED_BLOBS = 1024
+_DIGESTS_KEPT = 16  # texts whose digests a connection remembers (BlobsMixin._digest_of)
 _BLOB_KEY = "$synartesis.blob"
 _LIT_KEY = "$synartesis.lit"
 # Every column that holds a ref (garbage collection keeps what these point at).
@@ -436,7 +437,7 @@ class BlobsMixin(JournalBase):
         if isinstance(value, str):
             if len(value) >= blob_min:
                 data = value.encode("utf-8", "surrogatepass")
-                digest = sha256_hex(data)
+                digest = self._digest_of(value, data)
                 blobs.append([digest, data])
                 return {_BLOB_KEY: digest}
             return value
@@ -448,6 +449,22 @@ class BlobsMixin(JournalBase):
                 return {_LIT_KEY: inner}
             return inner
         return value
+
+    def _digest_of(self, text: str, data: bytes) -> str:
+        """SHA-256 of ``data`` (``text`` encoded), remembered for the last few texts split: a
+        write's content is split again as its post-state, the next write's snapshot and that
+        one's inverse, each a text equal to it (compared whole, as a dict key is)."""
+        memo = self.__dict__.get("_digests")
+        if memo is None:
+            memo = self.__dict__["_digests"] = {}
+        digest = memo.get(text)
+        if digest is None:
+            digest = sha256_hex(data)
+            if len(text) <= _CACHED_BLOB_MAX:
+                if len(memo) >= _DIGESTS_KEPT:
+                    del memo[next(iter(memo))]
+                memo[text] = digest
+        return digest
 
     def _join(self, value: Any) -> Any:
         if isinstance(value, list):

@@ -257,9 +257,20 @@ READ_COLS = "gseq, run_id, seq, id, server, tool, rule, call_key, args_ref, resu
 READ_STATUSES = ("applied", "failed", "unknown")  # what a plain read can end as (the table's CHECK)
 
 
+_ACTION_FIELDS = tuple(ActionRow.__dataclass_fields__)
+_new_object = object.__new__
+
+
 def action_from_row(row: tuple) -> ActionRow:
-    """An ActionRow from a row selected with :data:`ACTION_COLS`."""
-    return ActionRow(*row)
+    """An ActionRow from a row selected with :data:`ACTION_COLS`: the same object
+    ``ActionRow(*row)`` makes, its fields set at once (a frozen dataclass's ``__init__`` sets
+    each of its 26 through ``object.__setattr__``: 3.5 µs a row against 1.2, on the record
+    transaction's path and for every row an undo or audit reads)."""
+    if len(row) != len(_ACTION_FIELDS):
+        return ActionRow(*row)  # what the constructor says about a row of another shape
+    a = _new_object(ActionRow)
+    a.__dict__.update(zip(_ACTION_FIELDS, row))
+    return a
 
 
 def action_values(a: ActionRow) -> tuple:

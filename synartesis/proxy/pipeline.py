@@ -536,6 +536,8 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
                 prep = j.prepare_action(run_id, server, tool, rule.cls, rule_name, args,
                                         verify={k: v for k, v in read.items() if k != "refuse_when"})
             j.prepare_deferred()
+            if prep is not None:
+                _store_ahead(j, prep)
             snapshot_out = answer()
         if snapshot_out.kind == "failed":
             reason = snapshot_out.reason
@@ -607,6 +609,18 @@ def _settle_held_twins(j: Any, action: Any) -> None:
                 action=aid, sent_as=action.id)
     except JournalError as exc:
         log("error", "could not settle an earlier held call", error=str(exc))
+
+
+def _store_ahead(j: Any, prep: Any) -> None:
+    """While the pre-read is at the server: commit the write's payloads and the earlier
+    writes' deferred outcomes (:meth:`Journal.store_prepared`), so its record transaction holds
+    only what must commit before the call is sent. A journal that fails here fails as
+    :func:`_flush_earlier` does (those outcomes stay ``pending``); the record transaction
+    stores the payloads itself, or fails and the call is not sent."""
+    try:
+        j.store_prepared(prep)
+    except JournalError as exc:
+        log("error", "could not journal an earlier write's outcome ahead of this write's record", error=str(exc))
 
 
 def _flush_earlier(j: Any) -> None:

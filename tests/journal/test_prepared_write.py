@@ -127,3 +127,89 @@ def test_a_burst_whose_record_transaction_fails_leaves_every_row_honest(tmp_path
     assert found.ok, found.problems
     other.close()
     j.close()
+
+
+def _blob_inserts(j, monkeypatch) -> list:
+    seen: list = []
+    real = j.db.execute
+
+    def execute(text, params=()):
+        if text.startswith("INSERT INTO blobs"):
+            seen.append(params[0])
+        return real(text, params)
+    monkeypatch.setattr(j.db, "execute", execute)
+    return seen
+
+
+def test_payloads_stored_ahead_leave_the_record_transaction_the_row_and_its_event(tmp_path, monkeypatch):
+    """store_prepared (the lane, while the pre-read is at the server) commits the write's
+    payloads and the earlier write's deferred outcome; the record transaction then stores no
+    payload, and the rows, payloads and chain are what they were without it."""
+    path = tmp_path / "j.db"
+    j = Journal.open(path, create=True)
+    run = j.begin_run("t", {})
+    first = _write(j, run, 1)
+    _apply_later(j, first.id, 1)
+    prep = j.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": f"{TEXT}2"},
+                            verify=VERIFY)
+    j.prepare_deferred()
+    seen = _blob_inserts(j, monkeypatch)
+    j.store_prepared(prep)
+    assert j.deferred == 0 and seen  # the outcome and the new content, committed
+    other = Journal.open(path)
+    assert other.get_action(first.id).status == "applied"
+    assert [a.id for a in other.actions(run)] == [first.id]  # no row yet: the call is not sent
+    seen.clear()
+    second = j.record_prepared(prep, prior="captured", snapshot={"content": f"{TEXT}1"}, carry=False)
+    assert seen == []  # every payload the row points at was committed before it
+    assert other.get_json(other.get_action(second.id).args_ref) == {"path": "p", "content": f"{TEXT}2"}
+    j.store_prepared(j.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": f"{TEXT}2"}))
+    assert seen == []  # nothing new and nothing deferred: no transaction at all
+    found = other.audit(run)
+    assert found.ok, found.problems
+    other.close()
+    j.close()
+
+
+def test_a_payload_stored_ahead_and_pruned_before_its_row_is_stored_again(tmp_path):
+    """Stored ahead, a payload has no row pointing at it until the record commits: a prune by
+    another process in between collects it, and the record transaction stores it again."""
+    path = tmp_path / "j.db"
+    a = Journal.open(path, create=True)
+    old = a.begin_run("old", {})
+    a.end_run(old)
+    run = a.begin_run("t", {})
+    prep = a.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": f"{TEXT}new"},
+                            verify=VERIFY)
+    a.store_prepared(prep)
+    b = Journal.open(path)
+    b.prune([old])  # collects every payload no row points at: the one stored ahead too
+    assert b.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == 0
+    b.close()
+    act = a.record_prepared(prep, prior="absent", carry=False)
+    assert a.get_json(act.args_ref) == {"path": "p", "content": f"{TEXT}new"}
+    found = a.audit(run)
+    assert found.ok, found.problems
+    a.close()
+
+
+def test_a_failed_store_ahead_leaves_the_record_to_store_the_payloads(tmp_path, monkeypatch):
+    path = tmp_path / "j.db"
+    j = Journal.open(path, create=True)
+    run = j.begin_run("t", {})
+    prep = j.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": f"{TEXT}x"})
+    real = j.db.execute
+
+    def execute(text, params=()):
+        if text.startswith("INSERT INTO blobs"):
+            raise j.db.driver_error("injected: the disk is full")
+        return real(text, params)
+    with monkeypatch.context() as m:
+        m.setattr(j.db, "execute", execute)
+        with pytest.raises(JournalError):
+            j.store_prepared(prep)
+    act = j.record_prepared(prep, prior="absent")
+    assert j.get_json(act.args_ref) == {"path": "p", "content": f"{TEXT}x"}
+    found = j.audit(run)
+    assert found.ok, found.problems
+    j.close()
