@@ -20,7 +20,7 @@ from synartesis.errors import UsageError
 from synartesis.journal.blobs import ACTION_BLOB_MIN
 from synartesis.journal.chain import ChainMixin, chain_texts
 from synartesis.journal.rows import (ACTION_COLS, ACTION_COUNT, IN_EFFECT, READ_COLS, READ_STATUSES, ActionRow,
-                                     action_from_row, action_state, action_values, new_id, new_ids, now_iso)
+                                     action_from_row, action_state, new_id, new_ids, now_iso)
 
 __all__ = ["ActionsMixin", "ERROR_AFTER_WRITE", "PreparedAction"]
 
