@@ -92,13 +92,10 @@ def _fail_action_inserts(j, monkeypatch):
     monkeypatch.setattr(j.db, "execute", execute)
 
 
-@pytest.mark.parametrize("carry", [False, True])
-def test_a_burst_whose_record_transaction_fails_leaves_every_row_honest(tmp_path, monkeypatch, carry):
-    """The next write is not recorded (so never sent); the earlier write's outcome, prepared
-    while the failed write's pre-read was out, either commits later (``carry=False``, the
-    proxy's lane) or is lost with the transaction and the write becomes ``unknown`` when the
-    run closes: never ``applied`` without its row's state, never a row without its event."""
-    path = tmp_path / "j" / "journal.db"
+def _second_write_prepared(path):
+    """A journal at ``path`` with one write whose outcome waits (deferred), and a second write
+    prepared with that outcome, as the lane has them while the second's pre-read is at the
+    server: (journal, run, first row, the second's preparation)."""
     j = Journal.open(path, create=True)
     run = j.begin_run("t", {})
     first = _write(j, run, 1)
@@ -106,6 +103,17 @@ def test_a_burst_whose_record_transaction_fails_leaves_every_row_honest(tmp_path
     prep = j.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": f"{TEXT}2"},
                             verify=VERIFY)
     j.prepare_deferred()  # the lane does it while the pre-read is at the server
+    return j, run, first, prep
+
+
+@pytest.mark.parametrize("carry", [False, True])
+def test_a_burst_whose_record_transaction_fails_leaves_every_row_honest(tmp_path, monkeypatch, carry):
+    """The next write is not recorded (so never sent); the earlier write's outcome, prepared
+    while the failed write's pre-read was out, either commits later (``carry=False``, the
+    proxy's lane) or is lost with the transaction and the write becomes ``unknown`` when the
+    run closes: never ``applied`` without its row's state, never a row without its event."""
+    path = tmp_path / "j" / "journal.db"
+    j, run, first, prep = _second_write_prepared(path)
     with monkeypatch.context() as m:
         _fail_action_inserts(j, m)
         with pytest.raises(JournalError):
@@ -146,13 +154,7 @@ def test_payloads_stored_ahead_leave_the_record_transaction_the_row_and_its_even
     payloads and the earlier write's deferred outcome; the record transaction then stores no
     payload, and the rows, payloads and chain are what they were without it."""
     path = tmp_path / "j.db"
-    j = Journal.open(path, create=True)
-    run = j.begin_run("t", {})
-    first = _write(j, run, 1)
-    _apply_later(j, first.id, 1)
-    prep = j.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": f"{TEXT}2"},
-                            verify=VERIFY)
-    j.prepare_deferred()
+    j, run, first, prep = _second_write_prepared(path)
     seen = _blob_inserts(j, monkeypatch)
     j.store_prepared(prep)
     assert j.deferred == 0 and seen  # the outcome and the new content, committed

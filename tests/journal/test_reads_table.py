@@ -3,6 +3,8 @@ audit proves them, copies carry them, and journals from before keep theirs in ``
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from synartesis.journal import Journal
@@ -65,14 +67,23 @@ def test_pruning_a_run_removes_its_reads(new_journal):
     assert _count(j, "reads", run) == 0 and _count(j, "reads", kept) == 1 and j.audit(kept).ok
 
 
+@contextlib.contextmanager
+def _journal_of_schema(monkeypatch, path, version):
+    """A new journal at ``path`` made as schema ``version`` made it (its later migrations
+    withheld while it is open); the caller closes it."""
+    from synartesis.journal import schema
+
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+        m.setattr(schema, "SCHEMA_VERSION", version)
+        yield Journal.open(path, create=True)
+
+
 def test_a_schema_5_journal_keeps_its_reads_in_actions_and_new_ones_go_to_the_reads_table(tmp_path, monkeypatch):
     from synartesis.journal import schema
 
     path = tmp_path / "j" / "journal.db"
-    with monkeypatch.context() as m:
-        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:5])
-        m.setattr(schema, "SCHEMA_VERSION", 5)
-        old = Journal.open(path, create=True)
+    with _journal_of_schema(monkeypatch, path, 5) as old:
         run = old.begin_run("old", {})
         _reads(old, run, ["/a", "/b"])
         old.record_action(run, "files", "write_file", "reversible", None, {"path": "/a", "content": "y"})
@@ -119,10 +130,7 @@ def test_a_schema_6_journal_keeps_its_reads_and_checks_their_status_by_compariso
     from synartesis.journal import schema
 
     path = tmp_path / "j" / "journal.db"
-    with monkeypatch.context() as m:
-        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:6])
-        m.setattr(schema, "SCHEMA_VERSION", 6)
-        old = Journal.open(path, create=True)
+    with _journal_of_schema(monkeypatch, path, 6) as old:
         run = old.begin_run("old", {})
         _reads(old, run, ["/a", "/b"])
         assert "status IN ('applied','failed','unknown')" in _table_sql(old.conn)
