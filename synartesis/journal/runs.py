@@ -333,8 +333,10 @@ class RunsMixin(ActionsMixin):
         return {rid: at for rid, at in self._all(f"SELECT r.id, {_LAST_READ} FROM runs r WHERE r.id IN ({marks})",
                                                   tuple(run_ids)) if at}
 
-    def undoable_counts(self, replan: bool = False) -> dict[str, int]:
-        """{session id: how many of its actions undo would act on} for sessions with any: not
+    def undoable_counts(self, replan: bool = False) -> dict[str, tuple[int, int]]:
+        """{session id: (how many of its actions undo would act on, how many of its runs hold
+        them)} for sessions with any (the runs, so that the pick does not count a run with
+        nothing left to undo: new user round 22, #7). An action counts when it is not
         readonly, and applied or being reverted with an inverse (or meant to have one: a
         reversible or compensable call whose inverse did not resolve, which undo names so that
         ``--replan`` can build it), or of unknown outcome, or halted on (undo stops there and
@@ -354,8 +356,13 @@ class RunsMixin(ActionsMixin):
                 "WHERE a.class != 'readonly' AND ((a.status IN ('applied', 'rolling_back') "
                 "AND (a.note IS NULL OR substr(a.note, 1, ?) != ?) "
                 f"AND (a.inverse_ref IS NOT NULL{meant})) "
-                "OR a.status IN ('unknown', 'pending', 'unrecoverable')) GROUP BY r.session_id", params)
-        return {sid: n for sid, n in rows if sid}
+                "OR a.status IN ('unknown', 'pending', 'unrecoverable')) GROUP BY r.session_id, r.id", params)
+        counts: dict[str, tuple[int, int]] = {}
+        for sid, n in rows:
+            if sid:
+                acts, runs = counts.get(sid, (0, 0))
+                counts[sid] = (acts + n, runs + 1)
+        return counts
 
     # -- pruning ---------------------------------------------------------------------------
     def prunable(self, run: RunRow) -> str | None:

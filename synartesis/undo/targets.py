@@ -135,9 +135,9 @@ def pick_session(j: Journal, *, allow_live: bool = False,
         if t.live_runs and not allow_live:
             live.append(t)
             return None, skipped, live
-        n = work[s.id]
+        n, k = work[s.id]
         t.picked = (f"the newest session with something to undo: {n} action{'s' if n != 1 else ''} "
-                    f"across {len(t.runs)} run{'s' if len(t.runs) != 1 else ''}")
+                    f"across {k} run{'s' if k != 1 else ''}")
         if nothing:
             skipped[:0] = _nothing_lines(j, nothing, "newer ")
         t.skipped = skipped
