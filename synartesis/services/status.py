@@ -381,6 +381,10 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                               rec.get("name", ""), False, "removed", reason, rec.get("project"),
                               rec.get("policy_key"), pinfo(rec.get("policy_key")),
                               ["removed since install; `synartesis install` forgets it"]))
+    # a removed entry joins its own file's rows (new user round 22, #11: listed after every other
+    # client, under a second copy of its file's header); the sort is stable, first file first
+    groups: dict[tuple[str, str], int] = {}
+    rows.sort(key=lambda r: groups.setdefault((r.client, r.file), len(groups)))
     if policy_error is not None:  # every wrapped proxy refuses to start: nothing runs through synartesis
         rows = [replace(r, covered=False, drift=[*r.drift, "the policy does not load, so its proxy refuses to start"])
                 if r.covered else r for r in rows]

@@ -215,3 +215,23 @@ def test_an_env_variable_the_policy_takes_from_the_entry_removed_is_drift(fake_h
     assert not report.ok
     assert any("MEMORY_FILE_PATH" in d and "no longer sets it" in d for d in by["mem"].drift), by["mem"].drift
     assert "/srv/graph.jsonl" not in " ".join(by["mem"].drift)
+
+
+def test_an_entry_removed_since_install_is_listed_under_its_own_file_once(fake_home, tmp_path):
+    """A new user's finding (round 22, #11): an entry removed since install came after every
+    other client's rows, under a second copy of its file's header. Rows keep their file's group."""
+    cfg = place(fake_home, "claude-desktop", '{"mcpServers": {"desk": {"command": "desk-server"}, "gone": {"command": "g"}}}\n')
+    place(fake_home, "cursor", CURSOR)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    data = json.loads(cfg.read_text())
+    del data["mcpServers"]["gone"]
+    cfg.write_text(json.dumps(data, indent=2))
+    report, by = rows(env, tmp_path)
+    assert by["gone"].state == "removed"
+    files = [r.file for r in report.rows]
+    assert files == sorted(files, key=files.index), files  # each file's rows together
+    p = helpers.run([sys.executable, "-m", "synartesis", "status"], capture_output=True, text=True,
+                    env=dict(os.environ), cwd=tmp_path, timeout=60)
+    heads = [line for line in p.stdout.splitlines() if not line.startswith(" ") and " — " in line]
+    assert len(heads) == len(set(heads)) == 2, p.stdout
