@@ -81,6 +81,24 @@ COMMAND_INDEX = {
 }
 
 
+# words a person types for a command under another name, answered with where to look (a new
+# user's round 22, #10: `synartesis log` was answered "Did you mean 'login', 'logout'?")
+_LOOK_INSTEAD = {
+    "log": "what the agent did is in `synartesis show` (each call of the newest session) and `synartesis list` "
+           "(every session); undos, redos and approvals are in `synartesis history`",
+    "rollback": "`synartesis undo` puts back what the newest session changed (`--dry-run` first shows what it would do)",
+    "revert": "`synartesis undo` puts back what the newest session changed (`--dry-run` first shows what it would do)",
+}
+_LOOK_INSTEAD["logs"] = _LOOK_INSTEAD["log"]
+
+
+def _look_instead(argv: list[str]) -> str | None:
+    """The line for ``synartesis WORD`` when WORD is no command but names one (:data:`_LOOK_INSTEAD`), else None."""
+    if argv and argv[0] in _LOOK_INSTEAD and argv[0] not in COMMAND_INDEX:
+        return f"no command '{argv[0]}': {_LOOK_INSTEAD[argv[0]]}"
+    return None
+
+
 def _load_commands(argv: list[str] | None = None) -> None:
     first = next((a for a in argv or [] if not a.startswith("-")), None)
     if first in COMMAND_INDEX and not any(a in ("-h", "--help") for a in (argv or [])[:1]):
@@ -211,6 +229,10 @@ def run(argv: list[str]) -> int:
     short while printing ends quietly with exit 0, one that had finished keeps its own exit
     code (so do ``undo`` and ``redo``, which print after the work:
     :func:`synartesis.cli.undo_cmds.render_undo`)."""
+    instead = _look_instead(argv)
+    if instead:
+        sys.stderr.write(f"synartesis: {instead}\n")
+        return 2
     _load_commands(argv)
     if any(a in ("-h", "--help") for a in argv):
         _reflow_help(app)
