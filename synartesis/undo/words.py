@@ -58,6 +58,6 @@ def unverified_lines(report: UndoReport) -> list[str]:
     if report.earlier_unverified and not redo:  # counted in ``unverified``, tagged in no step above
         n, steps = len(report.earlier_unverified), ", ".join(report.earlier_unverified)
         out.append(f"{n} of the {report.unverified} unverified {'were' if n != 1 else 'was'} reverted by an earlier "
-                   f"undo (step{'s' if n != 1 else ''} {steps}: an --only, or an undo that was interrupted), not by this one: its inverse was "
+                   f"undo (step{'s' if n != 1 else ''} {steps}; `synartesis history` lists it), not by this one: its inverse was "
                    "sent without a read to check it, so check by hand.")
     return out
