@@ -560,6 +560,12 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
             if action is None:
                 return
             approved = True
+        if not approved and prior == "captured":
+            go, carried = _hold_unbuildable(host, ctx, server, tool, rule, args, run_id, snapshot_out.payload)
+            if not go:
+                return
+            if carried is not None:
+                action, approved = carried, True
         if action is None and prep is not None:
             action = j.record_prepared(prep, prior=prior, snapshot=snapshot_out.payload, carry=False)
         elif action is None:
@@ -567,18 +573,16 @@ def _pipeline(host: CallHost, ctx: CallContext, j: Any, run_id: str, server: str
                                      snapshot=snapshot_out.payload, verify=verify, carry=False)
         else:
             j.set_prior(action.id, prior, snapshot_out.payload if prior == "captured" else None, verify)
-    elif action is None:
-        action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, carry=False)
-    ctx.action_id = action.id
-    # the inverse must be buildable before the call is sent (its $result part is checked
-    # after); an inverse that can never resolve would turn a reversible write into a
-    # permanent one, so the call is held instead
-    if rule.inverse and not approved and not (snapshot_out is not None and snapshot_out.kind == "absent"):
-        broken = _inverse_problem(rule, args, snapshot_out.payload if snapshot_out is not None else None)
-        if broken:
-            j.mark_failed(action.id, f"held: {broken}")
-            if _pass_gate(host, ctx, server, tool, rule, args, run_id, broken, action.id) is None:
+    else:
+        if not approved:
+            go, carried = _hold_unbuildable(host, ctx, server, tool, rule, args, run_id, None)
+            if not go:
                 return
+            if carried is not None:
+                action, approved = carried, True
+        if action is None:
+            action = j.record_action(run_id, server, tool, rule.cls, rule_name, args, carry=False)
+    ctx.action_id = action.id
     # 6. forward (in saga mode an error answer is kept back until the run is rolled back);
     # earlier writes' post-reads are answered first, so each read the state its write left
     j.prepare_deferred()
@@ -669,11 +673,34 @@ def _gate_reason(rule: Rule, wants_gate: bool) -> str:
     return IRREVERSIBLE
 
 
+def _hold_unbuildable(host: CallHost, ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
+                      run_id: str, snapshot: Any) -> tuple[bool, Any]:
+    """Hold a call whose inverse cannot be built from its arguments and pre-read (``snapshot``:
+    its payload, None without one): the inverse must be buildable before the call is sent (its
+    ``$result`` part is checked after), and one that can never resolve would turn a reversible
+    write into a permanent one. Checked before the call has a row, so the held call is one
+    ``gated`` row, and its approved retry is journalled on the approved row (adversarial
+    review 30: a ``failed`` row came first, and the retry's outcome went to a new ``failed``
+    row while the approved one ended ``unknown``).
+
+    Returns (whether the call may go on, the approved row it goes on as): (True, None) when
+    the inverse can be built, (True, row) on an approval, (False, None) when it was held or
+    refused (the client has its answer)."""
+    if not rule.inverse:
+        return True, None
+    broken = _inverse_problem(rule, args, snapshot)
+    if not broken:
+        return True, None
+    carried = _pass_gate(host, ctx, server, tool, rule, args, run_id, broken)
+    return carried is not None, carried
+
+
 def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: Rule, args: Any,
-               run_id: str, why: str, recorded: str | None = None) -> Any:
-    """Let the call through on an approval, refuse it on a denial, or hold it. ``recorded``:
-    the id of a row this call already has (else a refused retry gets its own ``denied`` row,
-    so ``show`` and ``list`` count it; its note names the decision)."""
+               run_id: str, why: str) -> Any:
+    """Let the call through on an approval, refuse it on a denial, or hold it. Returns the
+    approved row the call goes on as, or None when it was refused or held (the client has its
+    answer). A refused retry gets its own ``denied`` row, so ``show`` and ``list`` count it;
+    its note names the decision."""
     j = host.journal
     carried = j.take_approval(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
     if carried is not None:
@@ -683,10 +710,8 @@ def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: R
     if denial is not None:
         note = (f"refused, not sent: {denial.decided_by} denied this call (action {denial.id[:8]}) at "
                 f"{denial.decided_at}: {denial.decision_note or 'no reason given'}")
-        if recorded is None:  # a call with a row of its own keeps it as it is (failed: held, never
-            # sent); marking that row denied would read as a second decision in history
-            j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
-                            status="denied", note=note)
+        j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
+                        status="denied", note=note)
         host.reply_error_result(ctx, _denied_text(denial))
         return None
     held, reused = j.hold(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args, why)

@@ -1,9 +1,9 @@
 """Adversarial review, round 4 — A refused retry of a denied call shows in `history` as a second denial, by "unknown".
 
-A rule whose inverse cannot be built from the pre-read holds the call after recording its row
-(pipeline.py: `_pass_gate(..., action.id)`). On a retry after a denial, that row is set to
-`denied` with `set_action_status`, which writes an `action.denied` event; `history` reads every
-`action.denied` event as a person's decision."""
+A rule whose inverse cannot be built from the pre-read holds the call. It used to record a row
+first and, on a retry after a denial, set that row `denied` with `set_action_status`, which
+writes an `action.denied` event; `history` reads every `action.denied` event as a person's
+decision. (The call is now held before it has a row: tests/proxy/test_held_unbuildable_inverse.py.)"""
 import json
 
 from helpers import FAKE_POLICY, RawSession, cli, kv_proxy
