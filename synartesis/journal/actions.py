@@ -263,12 +263,13 @@ class ActionsMixin(ChainMixin):
                 # the chained entry ``[id, canonical(action_state(row))]`` built from its template;
                 # text that is not ASCII takes the general path (a lone surrogate is stored escaped)
                 qs = _QUOTED_STATUS.get(status) or _q(status)
+                qn = "null" if note is None else _q(note)
                 if seq.__class__ is int:  # _READ_STATE as an f-string: about half the time of the % format
                     entry = (f'["{aid}",{{"args":{_q(args_ref)},"by":null,"class":"readonly","decision":null,'
-                             f'"gseq":{gseq},"inverse":null,"key":"{key}","post":null,"prior":null,"result":{qr},'
-                             f'"reverted":null,"seq":{seq}{names[3]}{qs}{names[4]}')
+                             f'"gseq":{gseq},"inverse":null,"key":"{key}","note":{qn},"post":null,"prior":null,'
+                             f'"result":{qr},"reverted":null,"seq":{seq}{names[3]}{qs}{names[4]}')
                 else:
-                    entry = f'["{aid}",{_READ_STATE % (_q(args_ref), gseq, key, qr, seq, names[1], qs, names[2])}]'
+                    entry = f'["{aid}",{_READ_STATE % (_q(args_ref), gseq, key, qn, qr, seq, names[1], qs, names[2])}]'
                 if entry.isascii():
                     entries[0].append(entry)
                     if entries[1] is not None:
@@ -559,11 +560,11 @@ class ActionsMixin(ChainMixin):
         return self.db.data_version()
 
 
-# canonical(action_state(row)) of a read as recorded: the keys sorted, nothing but these eight
-# set (args ref, gseq, call key, result ref, seq, server, status, tool); tests/journal checks it
+# canonical(action_state(row)) of a read as recorded: the keys sorted, nothing but these nine
+# set (args ref, gseq, call key, note, result ref, seq, server, status, tool); tests/journal checks it
 # against the general path.
 _READ_STATE = ('{"args":%s,"by":null,"class":"readonly","decision":null,"gseq":%d,"inverse":null,"key":"%s",'
-               '"post":null,"prior":null,"result":%s,"reverted":null,"seq":%d,"server":%s,"snapshot":null,'
+               '"note":%s,"post":null,"prior":null,"result":%s,"reverted":null,"seq":%d,"server":%s,"snapshot":null,'
                '"status":%s,"tool":%s,"used_by":null,"verify":null}')
 _q = encode_basestring  # canonical() of a str
 _QUOTED_STATUS = {status: _q(status) for status in READ_STATUSES}

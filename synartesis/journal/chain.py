@@ -24,7 +24,7 @@ from synartesis.journal.rows import (ACTION_COLS, ActionRow, AuditResult, action
 __all__ = ["ChainMixin"]
 
 # Keys that schema 2 added to an action's chained state; events written before it lack them.
-_LATER_KEYS = frozenset({"gseq", "reverted"})
+_LATER_KEYS = frozenset({"gseq", "reverted", "note"})
 # Run fields that schema 2 chains in ``run.begin`` (compared when the event has them).
 _ORIGIN_KEYS = ("session", "pid", "started", "host")
 
@@ -270,4 +270,15 @@ def _matches(recorded: dict, current: dict[str, Any]) -> bool:
     when the event has them; ``step`` is the undo step that event also carries, not a column)."""
     if set(current) - set(recorded) - _LATER_KEYS:
         return False
-    return all(current.get(k) == v for k, v in recorded.items() if k != "step")
+    return all(current.get(k) == v or (k == "note" and _kept(v) == current.get(k))
+               for k, v in recorded.items() if k != "step")
+
+
+def _kept(note: Any) -> Any:
+    """``note`` as the drivers keep text they cannot store as it is: a lone surrogate as its
+    backslash escape (SQLite and PostgreSQL), a NUL as ``\\x00`` (PostgreSQL; SQLite keeps it).
+    The chain holds the note as it was written."""
+    if not isinstance(note, str):
+        return note
+    kept = note.encode("utf-8", "backslashreplace").decode("utf-8")
+    return kept.replace("\x00", "\\x00") if "\x00" in kept else kept

@@ -284,19 +284,21 @@ def action_values(a: ActionRow) -> tuple:
 def action_state(a: ActionRow) -> dict:
     """The part of an action row the event chain vouches for (compared by ``audit``).
 
-    ``gseq`` and ``reverted`` arrived with schema 2: events written before it lack them, and
-    the audit compares only the keys an event recorded.
+    ``gseq`` and ``reverted`` arrived with schema 2, ``note`` later (a new user's round 30: an
+    edited note, which ``show`` prints and a halt's expected/actual lines live in, passed the
+    audit): events written before them lack them, and the audit compares only the keys an
+    event recorded.
     """
     return {"seq": a.seq, "server": a.server, "tool": a.tool, "class": a.cls, "key": a.call_key,
             "args": a.args_ref, "status": a.status, "prior": a.prior, "snapshot": a.snapshot_ref,
             "result": a.result_ref, "inverse": a.inverse_ref, "verify": a.verify_ref, "post": a.post_ref,
             "by": a.decided_by, "used_by": a.used_by, "decision": a.decision_note, "gseq": a.gseq,
-            "reverted": a.reverted}
+            "reverted": a.reverted, "note": a.note}
 
 
 # action_state's keys in canonical (sorted) order, and the row field each comes from
 _STATE_FIELDS = (("args", "args_ref"), ("by", "decided_by"), ("class", "cls"), ("decision", "decision_note"),
-                 ("gseq", "gseq"), ("inverse", "inverse_ref"), ("key", "call_key"), ("post", "post_ref"),
+                 ("gseq", "gseq"), ("inverse", "inverse_ref"), ("key", "call_key"), ("note", "note"), ("post", "post_ref"),
                  ("prior", "prior"), ("result", "result_ref"), ("reverted", "reverted"), ("seq", "seq"),
                  ("server", "server"), ("snapshot", "snapshot_ref"), ("status", "status"), ("tool", "tool"),
                  ("used_by", "used_by"), ("verify", "verify_ref"))

@@ -200,3 +200,23 @@ def test_an_audit_while_another_connection_commits_status_changes_sees_one_state
         reader._all = all_then_commit
         result = reader.audit(run)
     assert result.ok, result.problems
+
+
+def test_audit_finds_an_edited_note_on_an_action_and_on_a_read(new_journal):
+    # a new user's round 30, U2: `UPDATE actions SET note = 'approved by the CISO'` passed the
+    # audit, while `show` printed the note (a halt's expected/actual lines live in it too)
+    j = new_journal()
+    run = j.begin_run("t", {})
+    act = j.record_action(run, "files", "write_file", "reversible", None, {"path": "/p", "content": "y"})
+    j.mark_failed(act.id, "the server refused the call: EACCES \ud800 \x00")  # kept escaped where a driver must
+    [read] = _reads(j, run, 1)
+    assert j.audit(run).ok, j.audit(run).problems
+    j.conn.execute("UPDATE actions SET note = ? WHERE id = ?", ("approved by the CISO; safe to ignore", act.id))
+    assert any("action 1 (files.write_file) differs from what was recorded" in p for p in j.audit(run).problems)
+    j.conn.execute("UPDATE actions SET note = NULL WHERE id = ?", (act.id,))
+    assert not j.audit(run).ok  # a note removed is an edit too
+    j2 = new_journal()
+    run2 = j2.begin_run("t", {})
+    [read] = _reads(j2, run2, 1)
+    j2.conn.execute("UPDATE reads SET note = 'fine' WHERE id = ?", (read,))
+    assert any("action 1 (files.read_text_file)" in p and "edited afterwards" in p for p in j2.audit(run2).problems)
