@@ -18,6 +18,7 @@ from synartesis.journal.rows import (
     SessionRow,
     UndoRow,
     now_iso,
+    session_status,
     status_text,
 )
 from synartesis.journal.runs import SESSION_ENV, RunOrigin
@@ -25,4 +26,4 @@ from synartesis.journal.schema import SCHEMA_VERSION
 
 __all__ = ["Journal", "ActionRow", "RunRow", "SessionRow", "UndoRow", "AuditResult", "RunOrigin",
            "ACTION_STATUSES", "RUN_STATUSES", "IN_EFFECT", "APPROVAL_TTL_S", "SCHEMA_VERSION", "SESSION_ENV",
-           "now_iso", "status_text", "process_alive"]
+           "now_iso", "session_status", "status_text", "process_alive"]

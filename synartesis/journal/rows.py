@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["RUN_STATUSES", "ACTION_STATUSES", "ATTEMPT_STATUSES", "ATTEMPT_KINDS", "APPROVAL_TTL_S",
            "IN_EFFECT", "NOTHING_IN_EFFECT", "RunRow", "ActionRow", "UndoRow", "SessionRow", "AuditResult", "ACTION_COLS", "ALL_ACTIONS", "READ_COLS", "READ_STATUSES",
-           "ACTS_ON_NOTHING", "ACTS_ON_NOTHING_SHOWN", "CREATED_NOTHING", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "status_text",
+           "ACTS_ON_NOTHING", "ACTS_ON_NOTHING_SHOWN", "CREATED_NOTHING", "acts_on_nothing", "action_from_row", "action_values", "action_state", "action_state_text", "new_id", "new_ids", "now_iso", "session_status", "status_text",
            "event_text", "packed_event"]
 
 RUN_STATUSES = ("active", "complete", "rolled_back", "partial", "compensated", "redone")
@@ -323,6 +323,32 @@ def action_state_text(a: ActionRow, step: str | None = None) -> str | None:
         else:
             return None
     return "{" + ",".join(parts) + "}"
+
+
+_UNDONE = ("rolled_back", "compensated")
+
+
+def session_status(runs: list[RunRow]) -> tuple[str, int]:
+    """(status, unverified compensations) of a session made of ``runs``, as every view shows it:
+    ``active`` while any of its proxies runs; ``complete`` when no undo touched it;
+    ``rolled_back`` / ``compensated`` (with N unverified) when every run with writes was
+    undone; ``redone`` after a redo; ``partial`` for anything between (some runs undone and
+    others not, or an undo that halted). One run's list gives that run's status as shown."""
+    if any(r.live for r in runs):
+        return "active", 0
+    touched = [r for r in runs if r.status in (*_UNDONE, "partial", "redone")]
+    if any(r.shown_status == "partial" for r in runs):  # an undo cut off part-way (RunRow.shown_status)
+        return "partial", 0
+    if not touched:
+        return "complete", 0
+    untouched_writes = any(r.status == "complete" and r.open_writes for r in runs)
+    kinds = {r.status for r in touched}
+    if "partial" in kinds or (untouched_writes and kinds & set(_UNDONE)) or ("redone" in kinds and kinds & set(_UNDONE)):
+        return "partial", 0
+    if kinds == {"redone"}:
+        return "redone", 0
+    unverified = sum(r.unverified for r in touched if r.status == "compensated")
+    return ("compensated", unverified) if unverified else ("rolled_back", 0)
 
 
 @dataclass(frozen=True)

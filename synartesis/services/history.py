@@ -87,9 +87,10 @@ def history(j: Journal, ref: str | None = None, by: str | None = None) -> list[H
         if any(r.status == "running" for r in rows):
             status = "running"
         elif report.get("halted") and report.get("stays"):
-            # halted before anything changed: the run kept its status (the undo said so; its
-            # report's own status would read "partial")
-            status = f"halted, nothing changed (the run stays {report['stays']})"
+            # halted before anything changed: the target kept its status (the undo said so; its
+            # report's own status would read "partial"); a session's, when it was one (round 30, U1)
+            whole = "session" if scope.get("session") else "run"
+            status = f"halted, nothing changed (the {whole} stays {report['stays']})"
         elif report.get("status"):
             status = status_text(report["status"], report.get("unverified") or 0)
         else:

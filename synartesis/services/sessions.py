@@ -11,33 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from synartesis.journal import Journal, RunRow, SessionRow, status_text
+from synartesis.journal import Journal, RunRow, SessionRow, session_status, status_text
 from synartesis.services.runs import ActionView, action_view, run_summary
 from synartesis.undo.targets import Target, describe_session, newest_target, resolve_target
 
 __all__ = ["SessionView", "session_status", "group_sessions", "list_sessions", "session_summary", "TargetView", "show_target"]
-
-_UNDONE = ("rolled_back", "compensated")
-
-
-def session_status(runs: list[RunRow]) -> tuple[str, int]:
-    """(status, unverified compensations) of a session made of ``runs`` (see module docstring)."""
-    if any(r.live for r in runs):
-        return "active", 0
-    touched = [r for r in runs if r.status in (*_UNDONE, "partial", "redone")]
-    if any(r.shown_status == "partial" for r in runs):  # an undo cut off part-way (RunRow.shown_status)
-        return "partial", 0
-    if not touched:
-        return "complete", 0
-    untouched_writes = any(r.status == "complete" and r.open_writes for r in runs)
-    kinds = {r.status for r in touched}
-    if "partial" in kinds or (untouched_writes and kinds & set(_UNDONE)) or ("redone" in kinds and kinds & set(_UNDONE)):
-        return "partial", 0
-    if kinds == {"redone"}:
-        return "redone", 0
-    unverified = sum(r.unverified for r in touched if r.status == "compensated")
-    return ("compensated", unverified) if unverified else ("rolled_back", 0)
-
 
 @dataclass(frozen=True)
 class SessionView:

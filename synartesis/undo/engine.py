@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from synartesis.canonical import canonical, same_state
 from synartesis.errors import ConflictError, JournalError, LiveRunError, UsageError
-from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, status_text
+from synartesis.journal import IN_EFFECT, ActionRow, Journal, RunRow, session_status, status_text
 from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on_nothing
 from synartesis.journal.blobs import DamagedPayload
 from synartesis.journal.attempts import Attempt
@@ -868,10 +868,10 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
     report.runs = statuses
     kept_status = None
     if not statuses and report.halted:
-        halted_run = runs.get(report.halted.run or "")
-        if halted_run is not None:
-            report.stays = status_text(halted_run.status, halted_run.unverified)
-            kept_status = halted_run.status
+        kept = kept_status_of(report.target, runs, report.halted.run)
+        if kept is not None:
+            report.stays = status_text(*kept)
+            kept_status, report.unverified = kept
     if not statuses:
         # a halt that changed nothing reports the status the run keeps, as `list` shows it (a new
         # user's round 22, #3: --json said "partial" beside "stays": "complete")
@@ -884,6 +884,18 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         report.status, report.unverified = "compensated", total_unverified
     else:
         report.status = "rolled_back"
+
+
+def kept_status_of(target: str, runs: dict[str, RunRow], halted: str | None) -> tuple[str, int] | None:
+    """(status, unverified) that a halt which changed nothing leaves, as ``list`` shows it: the
+    whole session's when ``target`` is ``session`` (a new user's round 30, U1: after an undo
+    that reverted one run and halted on another, the next halt said the session "stays
+    complete" while ``list`` said partial), else the halted run's (``runs``: the target's runs
+    by id; None when the halted run is not among them)."""
+    if target == "session" and runs:
+        return session_status(list(runs.values()))
+    run = runs.get(halted or "")
+    return session_status([run]) if run is not None else None
 
 
 def _why_nothing(report: UndoReport) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from synartesis.canonical import canonical, same_state
+from synartesis.canonical import same_state
 from synartesis.journal import ActionRow, Journal
 from synartesis.policy.model import Policy
 from synartesis.undo.engine import later_writes, prior_state, resource_key, same_resource

@@ -20,7 +20,7 @@ from synartesis.errors import ConflictError
 from synartesis.journal import ActionRow, Journal, RunRow, UndoRow, status_text
 from synartesis.journal.attempts import REDO_SENT_NOTE
 from synartesis.proxy.payload import error_text, is_error, payload
-from synartesis.undo.engine import (IDEMPOTENCY_KEY, OtherRuns, Step, UndoOptions, UndoReport, finish, later_writes, launch_cause,
+from synartesis.undo.engine import (IDEMPOTENCY_KEY, OtherRuns, Step, UndoOptions, UndoReport, finish, kept_status_of, later_writes, launch_cause,
                                     prior_state, replan_action, resource_key, reverted_note, take_steps)
 from synartesis.undo.overlap import action_touches, shares, undo_touches
 from synartesis.undo.servers import RequestFailed, ServerPool, SpawnedServers
@@ -193,20 +193,23 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             if undone and statuses:
                 report.earlier_runs_undone = True
         report.runs = statuses
-        if not statuses and report.halted and (halted := runs.get(report.halted.run or "")) is not None:
+        kept = kept_status_of(target.kind, runs, report.halted.run) if not statuses and report.halted else None
+        if kept is not None:
             # a halt before anything is redone leaves the status as it is: a preview says so too,
             # as undo's does (a new user's round 7: the dry run said it would end partial)
-            report.stays = status_text(halted.status, halted.unverified)
+            report.stays = status_text(*kept)
         report.status = ("partial" if report.halted or "partial" in statuses.values() or report.earlier_runs_undone
                          else "redone" if statuses else "nothing")
-        if not statuses and report.halted and report.stays is not None:
-            report.status = halted.status  # what it keeps, as undo's halt reports it
+        if kept is not None:
+            report.status = kept[0]  # what it keeps, as undo's halt reports it
         # sent again and not verified (not read back, or read back with nothing of the first
         # call's to compare with): said in the RESULT line (``redone (unverified: N)``), as each
         # such step is tagged (new user round 10: a tagged step the RESULT line did not count);
         # a preview counts the calls whose rule declares no read (the real redo cannot read them back)
         report.unverified = sum(1 for s in report.steps if s.kind == "redo" and (
             not s.verified if not preview else s.reason.startswith("no read declared")))
+        if kept is not None:
+            report.unverified = kept[1]
     finally:
         if servers is None:
             pool.close()

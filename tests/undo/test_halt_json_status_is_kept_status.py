@@ -21,3 +21,45 @@ def test_a_halt_that_sent_nothing_reports_the_status_the_run_keeps(tmp_path, fs_
     listed = json.loads(cli("list", "--json", *flags).stdout)
     assert "complete" in json.dumps(listed), listed
     assert (root / "b.txt").read_text() == "L1\nhuman\n"
+
+
+def test_a_halt_after_an_undo_that_halted_part_way_says_the_session_stays_partial(tmp_path, fs_server):
+    # a new user's round 30, U1: an undo reverted one run of the session and halted on the other
+    # (`list`: partial); the next undo halted again and said "the session stays complete", the
+    # halted run's own status, with "status": "complete" in --json
+    import os
+
+    from helpers import FS_POLICY, proxy_argv, run_async, sdk_session
+
+    policy = FS_POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  scratch: {}\n")
+    policy += FS_POLICY.split("tools:\n", 1)[1].replace("files.", "scratch.")
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
+    manifest.write_text(policy)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "f.txt").write_text("before\n")
+    env = dict(os.environ)
+
+    async def agent():
+        async with sdk_session(proxy_argv("files", manifest, journal, [*fs_server, str(a)]), env=env) as one, \
+                sdk_session(proxy_argv("scratch", manifest, journal, [*fs_server, str(b)]), env=env) as two:
+            await one.call_tool("write_file", {"path": str(a / "f.txt"), "content": "agent\n"})
+            await two.call_tool("write_file", {"path": str(b / "f.txt"), "content": "agent\n"})
+    run_async(agent())
+    flags = ("--manifest", str(manifest), "--journal", str(journal))
+    [session] = json.loads(cli("list", "--json", *flags).stdout)
+    assert len(session["runs"]) == 2, session
+    (a / "f.txt").write_text("a person's edit\n")  # the older run's file drifts
+    first = json.loads(cli("undo", "--json", *flags).stdout)
+    assert first["halted"] and first["status"] == "partial", first
+    assert (b / "f.txt").read_text() == "before\n"
+    [session] = json.loads(cli("list", "--json", *flags).stdout)
+    assert session["status"] == "partial", session
+    p = cli("undo", *flags)
+    assert p.returncode == 1 and "the session stays partial" in " ".join(p.stdout.split()), p.stdout
+    doc = json.loads(cli("undo", "--json", *flags).stdout)
+    assert doc["halted"] and doc["sent"] == 0 and doc["status"] == doc["stays"] == "partial", doc
+    assert (a / "f.txt").read_text() == "a person's edit\n"
+    history = " ".join(cli("history", *flags).stdout.split())
+    assert "halted, nothing changed (the session stays partial)" in history, history

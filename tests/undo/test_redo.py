@@ -165,11 +165,11 @@ def test_history_says_who_undid_redid_approved_and_denied_what(tmp_path, fs_serv
 
 
 def test_history_says_a_halt_that_changed_nothing_left_the_run_as_it_was(tmp_path, fs_server):
-    # a new user's finding: undo said "nothing was sent; the run stays complete", history "partial"
+    # a new user's finding: undo said "nothing was sent; the session stays complete", history "partial"
     root, manifest, journal, argv = _fs(tmp_path, fs_server)
     _agent(argv, [("write_file", {"path": str(root / "a.txt"), "content": "agent a"})])
     (root / "a.txt").write_text("a person's edit")
     assert _cli(manifest, journal, "undo").returncode == 1
     out = _cli(manifest, journal, "history", "--json")
     [entry] = [e for e in json.loads(out.stdout) if e["kind"] == "undo"]
-    assert entry["status"] == "halted, nothing changed (the run stays complete)", entry
+    assert entry["status"] == "halted, nothing changed (the session stays complete)", entry
