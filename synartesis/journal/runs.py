@@ -261,6 +261,9 @@ class RunsMixin(ActionsMixin):
             wanted = set(status)
             runs = [r for r in runs if r.status in wanted]
         if ref is not None:
+            if ref.lower().startswith("s-"):  # a session where only a run is taken (new user round 30, U4)
+                raise UsageError(f"{ref!r} is a session id, and this command takes a run id (like 1e1983ae): "
+                                 "`synartesis list --runs` lists each session's runs")
             if not ref or not all(c in "0123456789abcdef-" for c in ref.lower()):
                 raise UsageError(f"{ref!r} is not a run id (ids look like 1e1983ae; sessions like s-1e1983ae)")
             hits = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref.lower())]
