@@ -161,8 +161,11 @@ _ACTION_TEXT = {
 def _entry_line(e: Any) -> str:
     where = e.scope + (f" {e.project}" if e.project and e.scope == "local" else "")
     key = f" → --server {e.policy_key}" if e.policy_key and e.action in ("wrap", "shadow") else ""
-    why = f" — {e.reason}" if e.reason else ""
-    return f"{e.name} [{where}]: {_ACTION_TEXT.get(e.action, e.action)}{key}{why}"
+    what = _ACTION_TEXT.get(e.action, e.action)
+    # a reason that begins by saying the same is not said twice ("already wrapped — already
+    # wrapped by synartesis": a new user's round 30, U9)
+    why = f" — {e.reason}" if e.reason and not e.reason.startswith(what) else ""
+    return f"{e.name} [{where}]: {what}{key}{why}"
 
 
 def _at(path: Any, message: str) -> str:

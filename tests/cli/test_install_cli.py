@@ -136,6 +136,9 @@ def test_install_yes_then_uninstall_yes_round_trip_with_messages(fake_home, tmp_
     assert "ghp_abcdefghijklmnop" not in p.stdout
     p = run(tmp_path, "install", "--yes", "--no-start", "--proxy-path", fake_proxy(tmp_path))
     assert p.returncode == 0 and "Nothing to change" in p.stdout
+    wrapped = [line for line in p.stdout.splitlines() if "already wrapped" in line]
+    # said once a line (a new user's round 30, U9: "already wrapped — already wrapped by synartesis")
+    assert wrapped and all(line.count("already wrapped") == 1 for line in wrapped), p.stdout
     p = run(tmp_path, "uninstall", "--dry-run")
     assert p.returncode == 0 and "dry run: nothing was written" in p.stdout and "proxy" in cfg.read_text()
     p = run(tmp_path, "uninstall", "--yes")
