@@ -567,5 +567,8 @@ def uninstall(
 def _left_line(left: list) -> str:
     """The closing words when entries changed since install stay wrapped (exit 1)."""
     names = ", ".join(shown(e.name, line=True) for e in left)
-    return (f" {len(left)} entr{'ies' if len(left) != 1 else 'y'} changed since install still "
-            f"run{'' if len(left) != 1 else 's'} through synartesis ({names}): see above")
+    # not "changed since install": an entry can be left because install has no record of it
+    # (renamed, copied or moved), which its own line says (a new user's round 30, U10)
+    return (f" {len(left)} entr{'ies' if len(left) != 1 else 'y'} still "
+            f"run{'' if len(left) != 1 else 's'} through synartesis and {'were' if len(left) != 1 else 'was'} "
+            f"left as {'they are' if len(left) != 1 else 'it is'} ({names}): why is said above")

@@ -213,7 +213,7 @@ def test_uninstall_exits_1_when_an_entry_changed_since_install_stays_wrapped(fak
     assert dry.returncode == 1, dry.stdout + dry.stderr  # as the real one (new user 19, #7)
     p = run(tmp_path, "uninstall", "--yes")
     assert p.returncode == 1, p.stdout + p.stderr
-    assert "changed since install still runs through synartesis" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
+    assert "still runs through synartesis and was left as it is" in p.stdout and name in p.stdout.splitlines()[-1], p.stdout
     # the backup to put back is named, not a folder to search (new user 18, #8)
     assert "--from-backup " + str(fake_home / ".synartesis" / "backups") in " ".join(p.stdout.split()), p.stdout
 
