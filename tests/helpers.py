@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -687,6 +687,60 @@ def imported_modules(argv: list[str], frames: bytes) -> set[str]:
 def open_journal(path: Path):
     from synartesis.journal import Journal
     return Journal.open(path)
+
+
+@contextmanager
+def journal_of_schema(monkeypatch: Any, path: Path, version: int):
+    """A new journal at ``path`` made as schema ``version`` made it (its later migrations
+    withheld while it is open); the caller closes it."""
+    from synartesis.journal import Journal, schema
+
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+        m.setattr(schema, "SCHEMA_VERSION", version)
+        yield Journal.open(path, create=True)
+
+
+def sqlite_defensive(monkeypatch: Any) -> None:
+    """Every sqlite3 connection opened from now on (until the test ends) is in SQLite's defensive
+    mode (``SQLITE_DBCONFIG_DEFENSIVE``: among others, sqlite_master may not be written, even
+    with writable_schema), as some SQLite builds have by default. Skips the test where this
+    Python cannot set it (before 3.12 through ctypes: the connection object's first field is
+    its ``sqlite3 *``)."""
+    import ctypes
+    import sqlite3
+
+    import pytest
+
+    def defend(conn: sqlite3.Connection) -> None:
+        if hasattr(conn, "setconfig"):  # Python 3.12
+            conn.setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)
+            return
+        import _sqlite3
+        handle = ctypes.c_void_p.from_address(id(conn) + object.__basicsize__)
+        if ctypes.CDLL(_sqlite3.__file__).sqlite3_db_config(handle, ctypes.c_int(1010), ctypes.c_int(1),
+                                                            ctypes.c_void_p(None)) != 0:
+            raise OSError("sqlite3_db_config(SQLITE_DBCONFIG_DEFENSIVE) failed")
+
+    real = sqlite3.connect
+    try:
+        probe = real(":memory:", isolation_level=None)
+        defend(probe)
+        probe.execute("CREATE TABLE t (x)")
+        probe.execute("PRAGMA writable_schema = ON")
+        probe.execute("UPDATE sqlite_master SET sql = sql")
+    except sqlite3.DatabaseError:
+        pass  # refused: defensive mode is on
+    except (AttributeError, OSError, ValueError) as e:
+        pytest.skip(f"cannot put SQLite in its defensive mode here: {e}")
+    else:
+        pytest.skip("SQLite's defensive mode did not refuse a write of sqlite_master here")
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real(*args, **kwargs)
+        defend(conn)
+        return conn
+    monkeypatch.setattr(sqlite3, "connect", connect)
 
 
 # -- the real-home tripwire ------------------------------------------------------------------

@@ -205,11 +205,27 @@ def _long_string(value: Any, blob_min: int) -> bool:
     return False
 
 
+_SMALL_PACK = 4096  # blobs up to this size are compressed with a window and hash table their size
+
+
 def _packed(data: bytes) -> tuple[str, bytes]:
     """How a blob stored whole is written: ``("zlib", compressed)`` when that is smaller
-    (over 128 bytes), else ``("raw", data)``."""
-    if len(data) > 128:
-        packed = zlib.compress(data, 6)
+    (over 128 bytes), else ``("raw", data)``.
+
+    A blob of up to 4 KiB (a small write's content, its state before, a result) is compressed
+    with a window no larger than itself and memLevel 5: ``zlib.compress`` sets up and clears
+    zlib's default state (a 32 KiB window, a 64K-entry hash table: 65k of its 170k instructions
+    for 1 KiB under callgrind) whatever the input. The same bytes within one or two (the matches
+    are the same; a smaller table only costs chains on inputs larger than 4 KiB, which keep the
+    default), 182k against 228k instructions for 1 KiB of prose, 97k against 145k for 300
+    bytes. Any stream reads back with ``zlib.decompress`` (its header names its window)."""
+    size = len(data)
+    if size > 128:
+        if size <= _SMALL_PACK:
+            z = zlib.compressobj(6, zlib.DEFLATED, max(9, (size - 1).bit_length()), 5)
+            packed = z.compress(data) + z.flush()
+        else:
+            packed = zlib.compress(data, 6)
         if len(packed) < len(data):
             return "zlib", packed
     return "raw", data

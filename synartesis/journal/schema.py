@@ -17,6 +17,7 @@ security that enforces it (issue 14); on SQLite the OS user owns everything.
 
 from __future__ import annotations
 
+import re
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -379,6 +380,55 @@ def _reads_check_as_comparisons(db: "SqliteBackend") -> None:
         pass
 
 
+# Schema 8 (issue 11, instructions per write): every other CHECK of an IN list of three or more
+# constants is written as comparisons too, as schema 7 did for ``reads.status``: ``actions.class``
+# (4 values), ``actions.status`` (10) and ``actions.reverted`` (3) are checked on every write's
+# insert (three ephemeral indexes, ~27k instructions under callgrind) and ``status`` again on each
+# of its updates; ``runs.status``, ``undos.status``, ``undos.kind`` and ``sessions.kind`` on their
+# rows. The same constraints (``x IN (a, b, c)`` and ``x = a OR x = b OR x = c`` are both NULL for
+# a NULL ``x``, which passes a CHECK, and compare with the column's collation). A list of two
+# (``actions.prior``, ``team.role``) stays: SQLite already compares it in place. New SQLite
+# journals are made with the comparisons (each migration's DDL is rewritten as it runs, by
+# :func:`_as_comparisons`, so a journal made in defensive mode has them too); one made before has
+# its stored CREATE TABLE text rewritten in place by the step below, as schema 7's, and keeps the
+# IN lists where SQLite refuses writable_schema. PostgreSQL checks an IN list cheaply: nothing
+# changes there.
+_CHECKS_BY_COMPARISONS = 8
+_IN_CHECK = re.compile(r"CHECK \((\w+) IN \(((?:'[^']*'\s*,\s*)+'[^']*')\)\)")
+
+
+def _as_comparisons(sql: str) -> str:
+    """``sql`` with each ``CHECK (col IN ('a','b','c', …))`` of three or more constants written
+    as ``CHECK (col = 'a' OR col = 'b' OR …)``; anything else as it was."""
+    def rewrite(m: "re.Match[str]") -> str:
+        values = re.findall(r"'[^']*'", m.group(2))
+        if len(values) < 3:
+            return m.group(0)
+        return "CHECK (" + " OR ".join(f"{m.group(1)} = {v}" for v in values) + ")"
+    return _IN_CHECK.sub(rewrite, sql)
+
+
+def _checks_as_comparisons(db: "SqliteBackend") -> None:
+    import sqlite3
+    conn = db.conn
+    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL").fetchall()
+    changes = [(new, name, sql) for name, sql in tables if (new := _as_comparisons(sql)) != sql]
+    if not changes:
+        return
+    try:
+        cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+        conn.execute("PRAGMA writable_schema = ON")
+        try:
+            changed = sum(conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ? AND sql = ?",
+                                       change).rowcount for change in changes)
+            if changed:
+                conn.execute(f"PRAGMA schema_version = {cookie + 1}")
+        finally:
+            conn.execute("PRAGMA writable_schema = OFF")
+    except sqlite3.Error:  # defensive mode: sqlite_master may not be written; the IN lists stay
+        pass
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _INITIAL, pg=_INITIAL_PG),
     Migration(2, "agent sessions, journal-wide order, honest statuses, redo", _SESSIONS, rebuilds=True,
@@ -389,6 +439,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "plain reads in a compact append-only table", _READS, pg=_READS_PG),
     Migration(7, "the reads' status checked by comparisons", "", pg=_BATCHED_READS,
               sqlite_step=_reads_check_as_comparisons),
+    Migration(_CHECKS_BY_COMPARISONS, "every status and kind checked by comparisons", "", pg=_BATCHED_READS,
+              sqlite_step=_checks_as_comparisons),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].number
 
@@ -426,8 +478,9 @@ def migrate(db: "SqliteBackend") -> list[int]:
             if m.number > version:
                 if db.name == "postgresql":
                     db.execute(m.ddl(db.name))  # one script: PostgreSQL DDL may hold ';' in bodies
-                else:
-                    for stmt in _statements(m.sql):
+                else:  # a journal made for schema 8 or later gets its CHECKs as comparisons directly
+                    sql = _as_comparisons(m.sql) if SCHEMA_VERSION >= _CHECKS_BY_COMPARISONS else m.sql
+                    for stmt in _statements(sql):
                         db.execute(stmt)
                     if m.sqlite_step is not None:
                         m.sqlite_step(db)

@@ -315,3 +315,26 @@ def test_a_new_sqlite_journal_has_small_pages_and_an_old_one_keeps_its_own(tmp_p
     assert j.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
     assert [r.id for r in j.list_runs()] == [run]
     j.close()
+
+
+def test_a_small_blob_is_compressed_with_a_window_its_size_and_every_size_reads_back_and_audits(tmp_path):
+    # zlib's default state (a 32 KiB window, a 64K-entry hash table) is set up and cleared for
+    # any input: a blob of up to 4 KiB gets a window no larger than itself (the header says it)
+    import zlib
+
+    j = Journal.open(tmp_path / "j" / "journal.db", create=True)
+    run = j.begin_run("t", {})
+    prose = " ".join(f"line {n} of a file an agent writes, with words that come back" for n in range(400))
+    sizes = (300, 511, 512, 513, 1024, 3000, 4096, 4097, 12000)
+    for size in sizes:
+        text = prose[:size]
+        a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": f"p{size}", "content": text})
+        assert j.get_json(a.args_ref)["content"] == text
+    stored = {size: j.conn.execute("SELECT codec, data FROM blobs WHERE size = ?", (size,)).fetchone() for size in sizes}
+    for size, (codec, data) in stored.items():
+        assert codec == "zlib" and zlib.decompress(data) == prose[:size].encode()
+        window = 1 << ((data[0] >> 4) + 8)  # CMF's CINFO: log2 of the window, less 8
+        assert window == (max(512, 1 << (size - 1).bit_length()) if size <= 4096 else 32768), (size, window)
+        assert len(data) <= len(zlib.compress(prose[:size].encode(), 6)) + 2
+    assert j.audit(run).ok
+    j.close()

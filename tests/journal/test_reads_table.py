@@ -3,9 +3,8 @@ audit proves them, copies carry them, and journals from before keep theirs in ``
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
+from helpers import journal_of_schema, sqlite_defensive
 
 from synartesis.journal import Journal
 from synartesis.journal.transfer import copy_journal
@@ -67,23 +66,11 @@ def test_pruning_a_run_removes_its_reads(new_journal):
     assert _count(j, "reads", run) == 0 and _count(j, "reads", kept) == 1 and j.audit(kept).ok
 
 
-@contextlib.contextmanager
-def _journal_of_schema(monkeypatch, path, version):
-    """A new journal at ``path`` made as schema ``version`` made it (its later migrations
-    withheld while it is open); the caller closes it."""
-    from synartesis.journal import schema
-
-    with monkeypatch.context() as m:
-        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
-        m.setattr(schema, "SCHEMA_VERSION", version)
-        yield Journal.open(path, create=True)
-
-
 def test_a_schema_5_journal_keeps_its_reads_in_actions_and_new_ones_go_to_the_reads_table(tmp_path, monkeypatch):
     from synartesis.journal import schema
 
     path = tmp_path / "j" / "journal.db"
-    with _journal_of_schema(monkeypatch, path, 5) as old:
+    with journal_of_schema(monkeypatch, path, 5) as old:
         run = old.begin_run("old", {})
         _reads(old, run, ["/a", "/b"])
         old.record_action(run, "files", "write_file", "reversible", None, {"path": "/a", "content": "y"})
@@ -130,7 +117,7 @@ def test_a_schema_6_journal_keeps_its_reads_and_checks_their_status_by_compariso
     from synartesis.journal import schema
 
     path = tmp_path / "j" / "journal.db"
-    with _journal_of_schema(monkeypatch, path, 6) as old:
+    with journal_of_schema(monkeypatch, path, 6) as old:
         run = old.begin_run("old", {})
         _reads(old, run, ["/a", "/b"])
         assert "status IN ('applied','failed','unknown')" in _table_sql(old.conn)
@@ -157,37 +144,18 @@ def test_a_journal_whose_schema_cannot_be_written_keeps_the_in_list(tmp_path, mo
     # SQLite in its defensive mode refuses writable_schema: the upgrade goes on, the CHECK as it was
     from synartesis.journal import schema
 
-    def refuse(db):
-        import sqlite3
-        raise sqlite3.OperationalError("table sqlite_master may not be modified")
-    real = schema._reads_check_as_comparisons
-    monkeypatch.setattr(schema, "MIGRATIONS", tuple(
-        m if m.number != 7 else schema.Migration(7, m.name, m.sql, pg=m.pg, sqlite_step=lambda db: _guarded(real, refuse, db))
-        for m in schema.MIGRATIONS))
-    j = Journal.open(tmp_path / "j" / "journal.db", create=True)
+    path = tmp_path / "j" / "journal.db"
+    with journal_of_schema(monkeypatch, path, 6) as old:
+        run = old.begin_run("old", {})
+        old.close()
+    sqlite_defensive(monkeypatch)
+    j = Journal.open(path)
     assert j.conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
     assert "status IN ('applied','failed','unknown')" in _table_sql(j.conn)
-    run = j.begin_run("t", {})
+    j.own_run(run, lambda: 1)
     _reads(j, run, ["/a"])
     assert _count(j, "reads", run) == 1 and j.audit(run).ok
     j.close()
-
-
-def _guarded(real, refuse, db):
-    """The migration step with its UPDATE refused as SQLite's defensive mode refuses it."""
-    conn = db.conn
-
-    class Refusing:
-        def execute(self, sql, *args):
-            if sql.startswith("UPDATE sqlite_master"):
-                refuse(db)
-            return conn.execute(sql, *args)
-
-    class Db:
-        pass
-    fake = Db()
-    fake.conn = Refusing()
-    real(fake)
 
 
 def _table_sql(conn) -> str:
