@@ -156,6 +156,8 @@ class ActionsMixin(ChainMixin):
         connection pruned meanwhile is stored again by :meth:`record_prepared`, which still
         lists it (``_forget_pruned_blobs``). Nothing to store and nothing deferred: no
         transaction."""
+        if prep.blobs:  # known or stored now, no row points at them until record_prepared's commits
+            self._stored_ahead = True
         if not self._deferred and all(b[0] in self._known_blobs for b in prep.blobs):
             return
         with self._guard("store payloads"), self._tx():
@@ -174,9 +176,11 @@ class ActionsMixin(ChainMixin):
             blobs = blobs + self._packed_parts(more)
         with self._guard("record action"), self._tx(carry):
             self._store_parts(blobs)
-            return self._insert_row(prep.id, prep.run_id, prep.server, prep.tool, prep.cls, prep.rule, prep.key,
-                                    prep.args_ref, "pending", None, None, None, prior, snapshot_ref, None,
-                                    prep.verify_ref)
+            row = self._insert_row(prep.id, prep.run_id, prep.server, prep.tool, prep.cls, prep.rule, prep.key,
+                                   prep.args_ref, "pending", None, None, None, prior, snapshot_ref, None,
+                                   prep.verify_ref)
+        self._stored_ahead = False  # committed: the row points at them now
+        return row
 
     def record_reads(self, items: list[dict]) -> None:
         """Record finished reads in one transaction: each ``{run, server, tool, rule, args,
