@@ -496,13 +496,13 @@ class ActionsMixin(ChainMixin):
         by_run: dict[str, list[ActionRow]] = {}
         for a in rows:
             by_run.setdefault(a.run_id, []).append(a)
-        keyed: list[tuple[int, str, int, ActionRow]] = []
+        keyed: list[tuple[float, str, float, ActionRow]] = []
         for rid, acts in by_run.items():
             low = None
-            for a in sorted(acts, key=lambda a: a.seq, reverse=True):
-                g = a.gseq if a.gseq is not None else 0
+            for a in sorted(acts, key=lambda a: _number(a.seq), reverse=True):
+                g = _number(a.gseq)
                 low = g if low is None else min(low, g)
-                keyed.append((low, rid, a.seq, a))
+                keyed.append((low, rid, _number(a.seq), a))
         return [k[3] for k in sorted(keyed, key=lambda k: k[:3])]
 
     def first_gseq(self, run_ids: Iterable[str]) -> int:
@@ -594,3 +594,10 @@ def _digest_refs(result: Any) -> tuple[str, str] | None:
     # quotes it: ASCII holding no control character (those are escaped in the two strings, and
     # the rest is ours), in which _q escapes nothing but the quotes and backslashes
     return "=" + text, '"=' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _number(value: Any) -> float:
+    """A ``seq`` or ``gseq`` as a number to order by: one that is not a number (NULL, or text
+    or bytes typed in by hand, which SQLite's INTEGER columns keep as they are) orders as 0,
+    so a hand-edited journal still lists (``audit`` says what was edited; adversarial review 30)."""
+    return value if type(value) in (int, float) else 0

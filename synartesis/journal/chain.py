@@ -122,9 +122,13 @@ class ChainMixin(BlobsMixin):
                                "WHERE run_id = ? ORDER BY id", (run_id,))
             actions = {a.id: a for a in (action_from_row(r) for r in self._all(
                 f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id = ? ORDER BY seq", (run_id,)))}
+            session_row = run is not None and run[2] is not None and self._one(
+                "SELECT 1 FROM sessions WHERE id = ?", (run[2],)) is not None
         if run is None:
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
         head, servers, session_id, pid, started, host = run
+        if session_id is not None and not session_row:  # prune removes a session with its last run only
+            problems.append(f"the run's session ({session_id}) is not in the journal: removed afterwards")
         prev = ""
         last_state: dict[str, Any] = {}
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
@@ -205,6 +209,26 @@ class ChainMixin(BlobsMixin):
         # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
         # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
         return AuditResult(run_id, not problems, len(events), problems)
+
+
+    def audit_orphans(self) -> list[AuditResult]:
+        """What is left of runs whose row is gone: their actions, events or undo attempts
+        (``prune`` deletes a run with all of them, so rows without their run were removed by
+        hand, hiding that run's calls from ``list``, ``show`` and ``undo``). One result per
+        such run, never ``ok`` (adversarial review 30)."""
+        counts: dict[str, dict[str, int]] = {}
+        with self._guard("audit"), self._snapshot():
+            for what, table in (("actions", self._all_actions), ("events", "events"), ("undo attempts", "undos")):
+                for rid, n in self._all(f"SELECT run_id, count(*) FROM {table} "
+                                        "WHERE run_id NOT IN (SELECT id FROM runs) GROUP BY run_id"):
+                    counts.setdefault(rid, {})[what] = n
+        out = []
+        for rid in sorted(counts, key=str):
+            left = ", ".join(f"{n} {what}" for what, n in counts[rid].items())
+            out.append(AuditResult(str(rid), False, counts[rid].get("events", 0),
+                                   [f"run {rid} is not in the journal, but {left} of it remain: its run row was "
+                                    "removed afterwards"]))
+        return out
 
 
 def _object(text: str | None) -> dict | None:
