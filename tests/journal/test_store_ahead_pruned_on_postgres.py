@@ -31,3 +31,16 @@ def test_a_payload_stored_ahead_and_pruned_elsewhere_before_its_row_is_stored_ag
     assert found.ok, found.problems
     assert a.get_json(act.args_ref) == args
     a.close()
+
+
+def test_audit_says_a_payload_that_is_gone_is_missing_not_altered(new_journal):
+    """F6: a row pointing at a payload that is not stored (deleted by hand, or F1's race) was
+    reported as 'unreadable (altered after it was written)'."""
+    j = new_journal()
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "fs", "write_file", "reversible", None, {"path": "p", "content": TEXT})
+    assert a.args_ref and j.conn.execute("SELECT count(*) FROM blobs").fetchone()[0]
+    j.conn.execute("DELETE FROM blobs")
+    j.conn.commit()
+    found = j.audit(run)
+    assert not found.ok and any("missing" in p for p in found.problems), found.problems
