@@ -124,6 +124,7 @@ class ChainMixin(BlobsMixin):
                 f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id = ? ORDER BY seq", (run_id,)))}
             session_row = run is not None and run[2] is not None and self._one(
                 "SELECT 1 FROM sessions WHERE id = ?", (run[2],)) is not None
+            attempts = {r[0] for r in self._all("SELECT id FROM undos WHERE run_id = ?", (run_id,))}
         if run is None:
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
         head, servers, session_id, pid, started, host = run
@@ -133,7 +134,10 @@ class ChainMixin(BlobsMixin):
         last_state: dict[str, Any] = {}
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
+        gone_attempts: dict[str, tuple[int, str, str]] = {}  # undo id -> its first event, for a row that is gone
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
+            if undo_id is not None and undo_id not in attempts and undo_id not in gone_attempts:
+                gone_attempts[undo_id] = (eid, kind, at)
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
@@ -180,6 +184,9 @@ class ChainMixin(BlobsMixin):
             last_state[aid] = state
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
+        for undo_id, (eid, kind, at) in gone_attempts.items():  # prune removes attempts with their run only
+            problems.append(f"an undo or redo attempt ({str(undo_id)[:8]}, event {eid}: {kind} at {at}) was recorded "
+                            "but its row is gone: removed afterwards")
         if begin is not None:
             lines = _object(servers or "{}")
             if lines is None or canonical(lines) != canonical(begin.get("servers") or {}):

@@ -86,3 +86,12 @@ def test_audit_finds_a_removed_session(tmp_path):
     _edit(flags, "DELETE FROM sessions WHERE name = 's0'")
     p = _run(flags, "audit")
     assert p.returncode == 1 and "session" in p.stdout, p.stdout
+
+
+def test_audit_finds_a_removed_undo_attempt(tmp_path):
+    """F11: the undos rows are what `history`, `redo` and prune's "its last undo halted" read;
+    deleted, audit said intact."""
+    flags = _journal(tmp_path)
+    _edit(flags, "DELETE FROM undos")
+    p = _run(flags, "audit")
+    assert p.returncode == 1 and "attempt" in p.stdout, p.stdout
