@@ -156,12 +156,14 @@ class ActionsMixin(ChainMixin):
         connection pruned meanwhile is stored again by :meth:`record_prepared`, which still
         lists it (``_forget_pruned_blobs``). Nothing to store and nothing deferred: no
         transaction."""
-        if prep.blobs:  # known or stored now, no row points at them until record_prepared's commits
-            self._stored_ahead = True
         if not self._deferred and all(b[0] in self._known_blobs for b in prep.blobs):
+            self._stored_ahead = bool(prep.blobs) or self._stored_ahead
             return
         with self._guard("store payloads"), self._tx():
             self._store_parts(prep.blobs)
+        # known or stored now, pointed at by no row until record_prepared's commits: the
+        # transactions up to it look for a prune in between, PostgreSQL too (adversarial review 30)
+        self._stored_ahead = bool(prep.blobs) or self._stored_ahead
 
     def record_prepared(self, prep: "PreparedAction", *, prior: str | None = None, snapshot: Any = None,
                         carry: bool = True) -> ActionRow:

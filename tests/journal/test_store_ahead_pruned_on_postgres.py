@@ -8,18 +8,29 @@ restore). Both backends."""
 
 from __future__ import annotations
 
+import pytest
+
 from synartesis.journal import Journal
 
 TEXT = "file text long enough to be a blob of its own\n" * 40
 VERIFY = {"server": "fs", "tool": "read_text_file", "args": {"path": "p"}, "absent_when": ["ENOENT"]}
 
 
-def test_a_payload_stored_ahead_and_pruned_elsewhere_before_its_row_is_stored_again(journal_at):
+@pytest.mark.parametrize("earlier", [False, True], ids=["first-write", "after-a-write-and-a-prune"])
+def test_a_payload_stored_ahead_and_pruned_elsewhere_before_its_row_is_stored_again(journal_at, earlier):
     where = journal_at()
     a = Journal.open(where, create=True)
     old = a.begin_run("old", {})
     a.end_run(old)
     run = a.begin_run("t", {})
+    if earlier:  # this connection has seen a prune already and written since: no first-time check helps
+        gone = a.begin_run("gone", {})
+        a.end_run(gone)
+        b = Journal.open(where)
+        b.prune([gone])
+        b.close()
+        a.record_prepared(a.prepare_action(run, "fs", "write_file", "reversible", None, {"path": "q", "content": TEXT}),
+                          prior="absent")
     args = {"path": "p", "content": f"{TEXT}new"}
     prep = a.prepare_action(run, "fs", "write_file", "reversible", None, args, verify=VERIFY)
     a.store_prepared(prep)  # the lane, while the pre-read is at the server
