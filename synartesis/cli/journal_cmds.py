@@ -312,6 +312,8 @@ def audit_cmd(run: Optional[str] = typer.Argument(None, help="Run id or prefix (
     with journal_for(manifest, journal) as j:
         runs = [j.find_run(run)] if run else j.list_runs()
         results = [j.audit(r.id) for r in runs]
+        if not run:  # every run: what is left of a run whose row is gone counts too
+            results += j.audit_orphans()
     if as_json:
         print_json([{"run": a.run_id, "ok": a.ok, "events": a.events, "problems": a.problems} for a in results])
     else:

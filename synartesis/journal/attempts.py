@@ -39,8 +39,20 @@ class Attempt:
         return self.rows[run_id]
 
 
+def _scope(text: Any) -> dict | None:
+    """An attempt's recorded scope; one that is not a JSON object (edited by hand: the undos
+    rows are not chained) reads as none recorded, as a NULL does (adversarial review 30)."""
+    if not text:
+        return None
+    try:
+        scope = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return scope if isinstance(scope, dict) else None
+
+
 def _undo_row(r: tuple) -> UndoRow:
-    row = UndoRow(*r[:10], scope=json.loads(r[10]) if r[10] else None)
+    row = UndoRow(*r[:10], scope=_scope(r[10]))
     if row.status == "running" and _dead(row.pid, r[11]):
         row = replace(row, status="abandoned")  # as a stale run reads as ended; the next write records it
     return row

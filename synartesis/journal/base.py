@@ -36,6 +36,10 @@ class JournalBase:
         # are taken in only when the transaction that wrote them commits.
         self._heads: dict[str, str] = {}
         self._known_blobs: set[str] = set()
+        # A write's payloads stored ahead of its row (ActionsMixin.store_prepared) are pointed
+        # at by nothing until the row commits: a prune in between collects them, so the
+        # transactions up to that row look for a prune on PostgreSQL too (adversarial review 30)
+        self._stored_ahead = False
         self._tx_heads: dict[str, str] = {}
         self._tx_blobs: list[str] = []
         # Status changes that may wait for this connection's next transaction (the proxy's
@@ -107,7 +111,7 @@ class JournalBase:
                 if self._reap_on_write:
                     self._reap_on_write = False
                     self._reap_stale()
-                if self._known_blobs and self.db.name == "sqlite":
+                if self._stored_ahead or (self._known_blobs and self.db.name == "sqlite"):
                     self._forget_pruned_blobs()
                 for change in changes:
                     change()
@@ -122,7 +126,9 @@ class JournalBase:
         """Forget which payloads exist when another connection pruned since this one last
         looked: a payload it stored may be gone, and writing it again must store it again
         (adversarial review, round 3). One indexed read per write transaction, SQLite only:
-        on PostgreSQL a proxy's connection holds one run, whose payloads no prune can take."""
+        on PostgreSQL a proxy's connection holds one run, whose payloads no prune can take,
+        except a write's payloads stored ahead of its row (``_stored_ahead``), which no row
+        points at yet."""
         row = self._q("SELECT value FROM counters WHERE name = 'prunes'").fetchone()
         epoch = row[0] if row else 0
         if epoch != self.__dict__.get("_prune_epoch", 0):

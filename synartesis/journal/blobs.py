@@ -605,7 +605,9 @@ class BlobsMixin(JournalBase):
                         return f"stored payload {r[:12]} was altered after it was written"
                     checked.add(r)
                     skeleton = json.loads(data) if data[:1] in (b"{", b"[") else None
-            except DamagedPayload:
+            except DamagedPayload as exc:
+                if "is missing payload" in str(exc):  # deleted, not altered (adversarial review 30)
+                    return f"stored payload {r[:12]} is missing (removed after it was written)"
                 return f"stored payload {r[:12]} is unreadable (altered after it was written)"
             except JournalError:
                 return f"stored payload {r[:12]} is missing"

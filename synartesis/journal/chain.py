@@ -124,14 +124,22 @@ class ChainMixin(BlobsMixin):
                                "WHERE run_id = ? ORDER BY id", (run_id,))
             actions = {a.id: a for a in (action_from_row(r) for r in self._all(
                 f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id = ? ORDER BY seq", (run_id,)))}
+            session_row = run is not None and run[2] is not None and self._one(
+                "SELECT 1 FROM sessions WHERE id = ?", (run[2],)) is not None
+            attempts = {r[0] for r in self._all("SELECT id FROM undos WHERE run_id = ?", (run_id,))}
         if run is None:
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
         head, servers, session_id, pid, started, host = run
+        if session_id is not None and not session_row:  # prune removes a session with its last run only
+            problems.append(f"the run's session ({session_id}) is not in the journal: removed afterwards")
         prev = ""
         last_state: dict[str, Any] = {}
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
+        gone_attempts: dict[str, tuple[int, str, str]] = {}  # undo id -> its first event, for a row that is gone
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
+            if undo_id is not None and undo_id not in attempts and undo_id not in gone_attempts:
+                gone_attempts[undo_id] = (eid, kind, at)
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
@@ -178,6 +186,9 @@ class ChainMixin(BlobsMixin):
             last_state[aid] = state
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
+        for undo_id, (eid, kind, at) in gone_attempts.items():  # prune removes attempts with their run only
+            problems.append(f"an undo or redo attempt ({str(undo_id)[:8]}, event {eid}: {kind} at {at}) was recorded "
+                            "but its row is gone: removed afterwards")
         if begin is not None:
             lines = _object(servers or "{}")
             if lines is None or canonical(lines) != canonical(begin.get("servers") or {}):
@@ -207,6 +218,26 @@ class ChainMixin(BlobsMixin):
         # A gap in seqs is not evidence: a read numbered by a proxy that was then killed before
         # its reader thread wrote it leaves one. Removed rows are caught by the chain instead.
         return AuditResult(run_id, not problems, len(events), problems)
+
+
+    def audit_orphans(self) -> list[AuditResult]:
+        """What is left of runs whose row is gone: their actions, events or undo attempts
+        (``prune`` deletes a run with all of them, so rows without their run were removed by
+        hand, hiding that run's calls from ``list``, ``show`` and ``undo``). One result per
+        such run, never ``ok`` (adversarial review 30)."""
+        counts: dict[str, dict[str, int]] = {}
+        with self._guard("audit"), self._snapshot():
+            for what, table in (("actions", self._all_actions), ("events", "events"), ("undo attempts", "undos")):
+                for rid, n in self._all(f"SELECT run_id, count(*) FROM {table} "
+                                        "WHERE run_id NOT IN (SELECT id FROM runs) GROUP BY run_id"):
+                    counts.setdefault(rid, {})[what] = n
+        out = []
+        for rid in sorted(counts, key=str):
+            left = ", ".join(f"{n} {what}" for what, n in counts[rid].items())
+            out.append(AuditResult(str(rid), False, counts[rid].get("events", 0),
+                                   [f"run {rid} is not in the journal, but {left} of it remain: its run row was "
+                                    "removed afterwards"]))
+        return out
 
 
 def _object(text: str | None) -> dict | None:

@@ -50,6 +50,10 @@ from synartesis.serve.token import token_matches
 __all__ = ["Backend", "BackendSession", "ServeApp", "ServeConfig"]
 
 _BACKLOG = 10_000
+# and by size: a late answer (its POST's client left) can be tens of megabytes, and ten thousand
+# of them waiting for a GET that never comes is memory serve would never give back; the oldest
+# frames go first, as they do past the count (adversarial review 30)
+_BACKLOG_BYTES = 64 * 1024 * 1024
 _PATH_PREFIX = "/servers/"
 _PATH_SUFFIX = "/mcp"
 
@@ -125,7 +129,8 @@ class _Session:
         self.by_progress: dict[str, _Stream] = {}
         self.posts: list[_Stream] = []
         self.get: _Stream | None = None
-        self.backlog: collections.deque = collections.deque(maxlen=_BACKLOG)
+        self.backlog: collections.deque = collections.deque()
+        self.backlog_bytes = 0
         self.last_active = time.monotonic()
         self.closed = False
         self._feed: queue.SimpleQueue = queue.SimpleQueue()
@@ -148,8 +153,23 @@ class _Session:
             except Exception as exc:  # noqa: BLE001 - one bad frame must not stop the session
                 log("error", "internal error feeding a frame", session=self.id[:8], error=repr(exc))
 
+    def keep(self, frame: bytes) -> None:
+        """Keep a frame for the next GET stream: at most :data:`_BACKLOG` frames and
+        :data:`_BACKLOG_BYTES` bytes (the newest frame always), the oldest dropped first."""
+        self.backlog.append(frame)
+        self.backlog_bytes += len(frame)
+        while len(self.backlog) > 1 and (len(self.backlog) > _BACKLOG or self.backlog_bytes > _BACKLOG_BYTES):
+            self.backlog_bytes -= len(self.backlog.popleft())
+
     def stop_feeding(self) -> None:
         self._feed.put(None)
+
+
+def _is_json(content_type: str) -> bool:
+    """Is this Content-Type JSON: ``application/json`` or a ``+json`` type, parameters aside
+    (``text/plain; x=json`` is not: adversarial review 30)."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def _response_start(status: int, headers: list[tuple[bytes, bytes]]) -> dict:
@@ -279,7 +299,7 @@ class ServeApp:
     # -- POST -----------------------------------------------------------------------------
     async def _post(self, send: Callable, receive: Callable, server: str, headers: dict[str, str],
                     body: bytes) -> None:
-        if "json" not in headers.get("content-type", "").lower():
+        if not _is_json(headers.get("content-type", "")):
             await self._plain(send, 415, "Content-Type must be application/json")
             return
         frame = flatten(body)
@@ -432,6 +452,7 @@ class ServeApp:
         session.get = stream
         while session.backlog:
             stream.put(session.backlog.popleft())
+        session.backlog_bytes = 0
         await send(_response_start(200, [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
                                          (b"x-accel-buffering", b"no")]))
         try:
@@ -488,7 +509,7 @@ class ServeApp:
             elif session.posts:
                 target = session.posts[-1]
         if target is None:
-            session.backlog.append(frame)
+            session.keep(frame)
             return
         target.put(frame, last)
 

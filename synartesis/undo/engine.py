@@ -285,6 +285,12 @@ def _gseq_key(a: ActionRow) -> float:
     return a.gseq if type(a.gseq) is int else float("inf")
 
 
+def _after(b: ActionRow, a: ActionRow) -> bool:
+    """Was ``b`` recorded after ``a``? Without an integer order on both (a gseq edited by hand
+    into text, bytes or NULL) it may have been, so yes, as prune counts it (adversarial review 30)."""
+    return b.gseq > a.gseq if type(a.gseq) is int and type(b.gseq) is int else True
+
+
 def _order(a: ActionRow) -> tuple[int, int]:
     """An action's place in the journal (journal-wide order, then its seq)."""
     return (a.gseq or 0, a.seq)
@@ -417,7 +423,7 @@ def later_writes(j: Journal, target: Target, a: ActionRow) -> list[ActionRow]:
     if run is None:
         return []
     runs = {r.id: r for r in (j.session_runs(run.session_id) if run.session_id else [run])}
-    later = [b for b in j.actions_of(runs) if (b.gseq or 0) > (a.gseq or 0) and b.id != a.id
+    later = [b for b in j.actions_of(runs) if _after(b, a) and b.id != a.id
              and b.cls != "readonly" and b.status in IN_EFFECT]
     same = same_resource(j, run, a)
     return [b for b in later if same(runs.get(b.run_id), b)]

@@ -66,12 +66,14 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
     writes = [a for a in j.actions_of(runs) if a.cls != "readonly"
               and a.status in ("applied", "rolling_back", "rolled_back", "unrecoverable")]
     keys = {a.id: resource_key(runs.get(a.run_id), j.get_json(a.verify_ref)) for a in writes}
-    latest: dict[str, tuple[int, int]] = {}
+    # the newest write of each resource, by its place in the journal (``writes`` is in that order
+    # already: a hand-edited gseq, negative or not a number, cannot make it point at no write)
+    latest: dict[str, str] = {}
     for a in writes:
         if keys[a.id] is not None:
-            latest[keys[a.id]] = max(latest.get(keys[a.id], (0, 0)), (a.gseq or 0, a.seq))
+            latest[keys[a.id]] = a.id
     needed = {(a.run_id, v["server"]) for a in writes if (v := j.get_json(a.verify_ref))}
-    by_order = {(a.gseq or 0, a.seq): a for a in writes}
+    by_id = {a.id: a for a in writes}
     session = target.kind == "session"
 
     def where(a: ActionRow) -> str:
@@ -84,8 +86,8 @@ def live_check(j: Journal, ref: str | None, policy: Policy | None, read_timeout:
             servers.start(needed)
         for a in writes:
             verify, post, key = j.get_json(a.verify_ref), j.get_json(a.post_ref), keys[a.id]
-            if key is not None and latest[key] != (a.gseq or 0, a.seq):
-                last = by_order[latest[key]]
+            if key is not None and latest[key] != a.id:
+                last = by_id[latest[key]]
                 items.append(LiveItem(a.seq, a.id, a.qualified, "superseded",
                                       f"written again later ({where(last)} {last.qualified})", run=a.run_id, where=where(a)))
                 continue
