@@ -94,6 +94,8 @@ def serve(
                                  metavar="BYTES"),
     idle_timeout: float = typer.Option(1800.0, "--idle-timeout", help="Close a session unused for this many seconds.",
                                        min=1.0, metavar="S"),
+    max_sessions: int = typer.Option(32, "--max-sessions", help="Sessions open at once, each with its own server "
+                                     "process (503 for the next initialize).", min=1, metavar="N"),
     drain: float = typer.Option(30.0, "--drain", help="On SIGTERM, seconds to let calls in flight finish.", min=0.0,
                                 metavar="S"),
     saga: bool = typer.Option(False, "--saga", help="Saga mode for every server: a failed call first rolls back "
@@ -143,7 +145,8 @@ def serve(
     backend = EngineBackend(policy, journal_path, EngineOptions(saga=saga),
                             protected=[str(cache_path(policy_path, journal_path.parent))], saga_hook=_saga,
                             launch=server_launcher(policy))
-    config = ServeConfig(token=token, servers=names, max_body=max_body, idle_timeout=idle_timeout, drain=drain)
+    config = ServeConfig(token=token, servers=names, max_body=max_body, idle_timeout=idle_timeout, drain=drain,
+                         max_sessions=max_sessions)
 
     def ready(base: str) -> None:
         out.print(Text(f"synartesis serve: {len(names)} server(s), policy {policy_path}, journal {journal_path}"))

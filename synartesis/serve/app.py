@@ -92,6 +92,9 @@ class ServeConfig:
         max_body: request bytes accepted (default 16 MiB).
         idle_timeout: seconds a session may sit unused before it is closed.
         drain: seconds SIGTERM (and a closing session) waits for calls in flight.
+        max_sessions: sessions open at once (each runs its own server process); the next
+            ``initialize`` gets 503 with ``Retry-After`` until one ends (DELETE, idleness).
+            Adversarial review 30, F9: 40 ``initialize`` requests started 40 server processes.
     """
 
     token: str
@@ -101,6 +104,7 @@ class ServeConfig:
     max_body: int = 16 * 1024 * 1024
     idle_timeout: float = 1800.0
     drain: float = 30.0
+    max_sessions: int = 32
 
 
 class _Stream:
@@ -187,6 +191,7 @@ class ServeApp:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reaper: asyncio.Task | None = None
         self.inflight_posts = 0
+        self.opening = 0  # sessions whose server is starting (counted against max_sessions)
 
     # -- ASGI ---------------------------------------------------------------------------
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
@@ -385,6 +390,21 @@ class ServeApp:
                 asyncio.ensure_future(self._close_session(session, 0.0))
 
     async def _open_session(self, server: str, send: Callable) -> _Session | None:
+        open_now = sum(1 for s in self.sessions.values() if not s.closed) + self.opening
+        if open_now >= self.config.max_sessions:
+            log("warn", "refused a session: the cap is reached", server=server, sessions=open_now,
+                max_sessions=self.config.max_sessions)
+            await self._plain(send, 503, f"synartesis serve has {open_now} sessions open, its limit "
+                              f"(--max-sessions {self.config.max_sessions}); end one with DELETE, or wait for "
+                              "an idle one to close", extra=[(b"retry-after", b"5")])
+            return None
+        self.opening += 1
+        try:
+            return await self._start_session(server, send)
+        finally:
+            self.opening -= 1
+
+    async def _start_session(self, server: str, send: Callable) -> _Session | None:
         session = _Session(secrets.token_urlsafe(24), server)
         loop = asyncio.get_running_loop()
 

@@ -3,8 +3,8 @@
 - F7: a Content-Type that only mentions json (``text/plain; x=json``) was taken as JSON;
 - F8: frames waiting for a GET stream (a late answer whose POST's client left, notifications)
   were bounded by count only: ten thousand late answers of a large read is gigabytes kept;
-- F9 (xfail, a design decision): no cap on sessions: each ``initialize`` starts a server
-  process that lives until DELETE or the idle timeout (30 min);
+- F9: no cap on sessions: each ``initialize`` started a server process that lives until DELETE
+  or the idle timeout (30 min); ``--max-sessions`` (default 32) now answers 503;
 - F10 (xfail, a design decision): a connection that never finishes its headers (no token
   needed) or its body is held for ever: off loopback, anyone who can reach the port can use up
   serve's file descriptors."""
@@ -59,12 +59,30 @@ def test_frames_waiting_for_a_get_stream_are_bounded_by_size_too():
     assert len(session.backlog) == serve_app._BACKLOG
 
 
-@pytest.mark.xfail(strict=True, reason="F9: serve has no session cap (design decision: a --max-sessions "
-                   "and 503 for the next initialize is one way)")
 def test_serve_caps_the_sessions_it_opens(tmp_path):
-    (tmp_path / "synartesis.yaml").write_text("version: 1\nservers:\n  kv: {command: x}\ntools: []\n")
-    p = cli("serve", "--max-sessions", "2", "--show-token", "--manifest", str(tmp_path / "synartesis.yaml"))
-    assert p.returncode == 0, p.stderr
+    # F9: 40 initialize requests started 40 server processes, each living until DELETE or the
+    # 30-minute idle timeout; the next initialize past --max-sessions gets 503 and Retry-After
+    import http.client
+
+    from test_serve_sessions import _init
+
+    proc, port, token = _serve_kv(tmp_path, "--max-sessions", "2")
+    try:
+        first, _second = _init(port, token), _init(port, token)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        c.request("POST", "/servers/kv/mcp", json.dumps(_INIT), {
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        r = c.getresponse()
+        text = r.read().decode()
+        assert r.status == 503 and r.getheader("retry-after") and "--max-sessions 2" in text, (r.status, text)
+        assert r.getheader("mcp-session-id") is None
+        c.request("DELETE", "/servers/kv/mcp", headers={"Authorization": f"Bearer {token}", "Mcp-Session-Id": first})
+        assert c.getresponse().status in (200, 204)
+        assert _init(port, token)  # room again once one ended
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 @pytest.mark.slow

@@ -19,10 +19,10 @@ _INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "adv", "version": "0"}}}
 
 
-def _start(tmp_path: Path, policy: str, name: str) -> tuple[subprocess.Popen, int, str]:
+def _start(tmp_path: Path, policy: str, name: str, *extra: str) -> tuple[subprocess.Popen, int, str]:
     (tmp_path / "synartesis.yaml").write_text(policy)
     proc = spawn([sys.executable, "-m", "synartesis", "serve", "--manifest", str(tmp_path / "synartesis.yaml"),
-                  "--journal", str(tmp_path / "j.db"), "--port", "0"],
+                  "--journal", str(tmp_path / "j.db"), "--port", "0", *extra],
                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     port = None
     for _ in range(20):
@@ -35,12 +35,12 @@ def _start(tmp_path: Path, policy: str, name: str) -> tuple[subprocess.Popen, in
     return proc, port, token
 
 
-def _serve_kv(tmp_path: Path) -> tuple[subprocess.Popen, int, str]:
+def _serve_kv(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, int, str]:
     state = tmp_path / "kv.json"
     state.write_text('{"k0": "v0"}')
     policy = FAKE_POLICY.replace("  kv: {}\n", "  kv:\n    command: %s\n    args: %s\n" % (
         json.dumps(FAKE_SERVER[0]), json.dumps([FAKE_SERVER[1], "--state", str(state)])))
-    return _start(tmp_path, policy, "kv")
+    return _start(tmp_path, policy, "kv", *extra)
 
 
 def _post(port: int, token: str, body: dict, sid: str | None = None, path: str = "/servers/kv/mcp",
