@@ -16,7 +16,6 @@ import json
 import socket
 
 import pytest
-from helpers import cli
 from test_serve_sessions import _INIT, _serve_kv
 
 from synartesis.serve import app as serve_app
