@@ -54,6 +54,10 @@ _BACKLOG = 10_000
 # of them waiting for a GET that never comes is memory serve would never give back; the oldest
 # frames go first, as they do past the count (adversarial review 30)
 _BACKLOG_BYTES = 64 * 1024 * 1024
+# frames queued for one SSE stream whose client does not read them (its socket's buffer full):
+# past this the stream is ended rather than holding memory for a reader that may never come back
+# (adversarial review 30: the queue had no bound); the journal holds every answer regardless
+_STREAM_BYTES = 64 * 1024 * 1024
 _PATH_PREFIX = "/servers/"
 _PATH_SUFFIX = "/mcp"
 
@@ -116,13 +120,39 @@ class _Stream:
         self.waiting = set(self.ids)
         self.progress = progress or set()
         self.queue: asyncio.Queue = asyncio.Queue()
+        self.queued_bytes = 0
         self.open = True
 
     def put(self, frame: bytes | None, last: bool = False) -> None:
         """Queue a frame; ``last``: it is the answer that completes this POST (the stream ends
-        after writing it, never before: progress may still be queued ahead of it)."""
-        if self.open:
-            self.queue.put_nowait((frame, last))
+        after writing it, never before: progress may still be queued ahead of it).
+
+        A stream whose client has left more than :data:`_STREAM_BYTES` unread is ended: what it
+        holds is dropped, the stream is closed (later frames go where a closed stream's would),
+        and a warning is logged."""
+        if not self.open:
+            return
+        if frame is not None:
+            self.queued_bytes += len(frame)
+            if self.queued_bytes > _STREAM_BYTES:
+                self._overflow()
+                return
+        self.queue.put_nowait((frame, last))
+
+    def taken(self, frame: bytes | None) -> None:
+        """A frame left the queue for the client (``queued_bytes`` counts what waits)."""
+        if frame is not None:
+            self.queued_bytes -= len(frame)
+
+    def _overflow(self) -> None:
+        dropped = self.queue.qsize()
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queued_bytes = 0
+        self.open = False
+        self.queue.put_nowait((None, True))
+        log("warn", "a stream's client is not reading; the stream is ended",
+            kind=self.kind, dropped_frames=dropped, limit_bytes=_STREAM_BYTES)
 
 
 class _Session:
@@ -447,6 +477,7 @@ class ServeApp:
                     getter.cancel()
                     return
                 frame, last = getter.result()
+                stream.taken(frame)
                 if frame is None:
                     break
                 await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
