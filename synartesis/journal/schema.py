@@ -363,20 +363,31 @@ _READS_STATUS_OR = "CHECK (status = 'applied' OR status = 'failed' OR status = '
 
 
 def _reads_check_as_comparisons(db: "SqliteBackend") -> None:
+    tables = db.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name = 'reads'").fetchall()
+    _rewrite_stored_tables(db, [(sql.replace(_READS_STATUS_IN, _READS_STATUS_OR), name, sql)
+                                for name, sql in tables if sql and _READS_STATUS_IN in sql])
+
+
+def _rewrite_stored_tables(db: "SqliteBackend", changes: list[tuple[str, str, str]]) -> None:
+    """Store each ``(new_sql, table, old_sql)`` as that table's definition in place (SQLite's
+    documented procedure: ``writable_schema``, then the schema cookie moved on, so every
+    connection reads the schema again). Only for changes every stored row already satisfies.
+    Where SQLite refuses (its defensive mode) nothing changes and nothing is raised."""
     import sqlite3
+    if not changes:
+        return
     conn = db.conn
     try:
         cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
         conn.execute("PRAGMA writable_schema = ON")
         try:
-            changed = conn.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' "
-                                   "AND name = 'reads' AND instr(sql, ?) > 0",
-                                   (_READS_STATUS_IN, _READS_STATUS_OR, _READS_STATUS_IN)).rowcount
+            changed = sum(conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ? AND sql = ?",
+                                       change).rowcount for change in changes)
             if changed:
                 conn.execute(f"PRAGMA schema_version = {cookie + 1}")
         finally:
             conn.execute("PRAGMA writable_schema = OFF")
-    except sqlite3.Error:  # defensive mode: sqlite_master may not be written; the IN list stays
+    except sqlite3.Error:  # defensive mode: sqlite_master may not be written; the IN lists stay
         pass
 
 
@@ -409,24 +420,8 @@ def _as_comparisons(sql: str) -> str:
 
 
 def _checks_as_comparisons(db: "SqliteBackend") -> None:
-    import sqlite3
-    conn = db.conn
-    tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL").fetchall()
-    changes = [(new, name, sql) for name, sql in tables if (new := _as_comparisons(sql)) != sql]
-    if not changes:
-        return
-    try:
-        cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
-        conn.execute("PRAGMA writable_schema = ON")
-        try:
-            changed = sum(conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ? AND sql = ?",
-                                       change).rowcount for change in changes)
-            if changed:
-                conn.execute(f"PRAGMA schema_version = {cookie + 1}")
-        finally:
-            conn.execute("PRAGMA writable_schema = OFF")
-    except sqlite3.Error:  # defensive mode: sqlite_master may not be written; the IN lists stay
-        pass
+    tables = db.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL").fetchall()
+    _rewrite_stored_tables(db, [(new, name, sql) for name, sql in tables if (new := _as_comparisons(sql)) != sql])
 
 
 MIGRATIONS: tuple[Migration, ...] = (
