@@ -328,6 +328,33 @@ def _policy_origin_id(spec: Mapping[str, Any]) -> tuple[str, str, str, str] | No
     return None
 
 
+def _stale_shadow_origins(declared: Mapping[str, Any], files: Sequence[FoundFile]) -> dict[tuple[str, str, str, str], str]:
+    """Keys whose policy ``origin`` names a Claude Code local-scope entry that is gone, while the
+    project's ``.mcp.json`` holds an entry of that name: the origin an install before round 31
+    wrote for a shadow (the policy regenerated while installed). The key stays with the project
+    entry, which the shadow stood for, so the user's rules and pins keep applying."""
+    present: set[tuple[str, str, str, str]] = set()
+    projects: dict[tuple[str, str, str], tuple[str, str, str, str]] = {}
+    for f in files:
+        for entry in (f.view.entries if f.view else []):
+            oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
+            present.add(oid)
+            if f.location.scope == "project" and f.location.project:
+                projects.setdefault((f.descriptor.id, str(f.location.project), entry.name), oid)
+    out: dict[tuple[str, str, str, str], str] = {}
+    for key, spec in declared.items():
+        origin = spec.get("origin") if isinstance(spec, dict) else None
+        if not isinstance(origin, dict) or origin.get("scope") != "local" or not origin.get("project"):
+            continue
+        oid = _policy_origin_id(spec)
+        if oid is None or oid in present:
+            continue
+        alias = projects.get((str(origin.get("client")), str(origin["project"]), str(origin.get("entry"))))
+        if alias is not None:
+            out.setdefault(alias, str(key))
+    return out
+
+
 def _shared_key_warnings(wrapped_as: Mapping[str, list[tuple[Any, str, str]]]) -> list[str]:
     """One warning per policy key that wraps entries starting different servers (an install made
     before keys told them apart, or a copy gone stale): undo cannot tell their runs apart."""
@@ -523,6 +550,7 @@ class _Cover:
     command: str
     args: list[str]
     extra_env: tuple[tuple[str, str], ...] = ()  # a wrapped remote entry's env (references)
+    origin: tuple[str, str] | None = None  # (file, scope) of the entry it stands for, when not ``entry``'s own
 
 
 def _claude_approval(user_value: Any, project_key: str, name: str, root: Path) -> str | None:
@@ -608,6 +636,9 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     # --client cursor` after an uninstall gave Cursor's `time` the key `time-cursor`, since the
     # policy's origin named Codex's entry, which was not read (a new user's round 18, #3)
     everyone = found if options.client is None else discover(env, select_clients(None), state.projects())
+    for oid, key in _stale_shadow_origins(declared, everyone.files).items():
+        known.setdefault(oid, key)
+        owners.setdefault(oid, key)
     for f in everyone.files:
         for entry in (f.view.entries if f.view else []):
             oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
@@ -658,6 +689,27 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     def report(fp: FilePlan, entry: ServerEntry, action: str, reason: str = "", key: str | None = None) -> None:
         fp.entries.append(EntryReport(fp.client, str(fp.path), entry.scope, display_name(entry.name), action,
                                       reason, key, display_name(entry.project) if entry.project else None))
+
+    def _shadowed_source(f: FoundFile, entry: ServerEntry, inner: tuple[str, list[str]]) -> tuple[str, str] | None:
+        """For a wrapped local-scope entry that shadows a Claude Code project entry, the project
+        file it stands for: the policy's origin must name the entry that survives uninstall, or
+        the next install gives that entry another key (a new user's round 31, #3: the policy
+        regenerated while installed named the shadow in ~/.claude.json)."""
+        if entry.scope != "local" or not entry.project:
+            return None
+        for rec in state.entries:
+            if (rec.get("client") == f.descriptor.id and rec.get("source") and rec.get("name") == entry.name
+                    and str(rec.get("project") or "") == entry.project
+                    and _path_id(rec.get("target") or rec.get("file")) == _path_id(f.target)):
+                return str(rec["source"]), "project"
+        fp = _fp(*inner)  # no record (lost or never written): the project entry it copies, if any
+        for pf in project_files:
+            if (pf.descriptor.id == f.descriptor.id and pf.location.project == entry.project
+                    and pf.view is not None):
+                for pe in pf.view.entries:
+                    if pe.name == entry.name and pe.kind == "stdio" and _fp(pe.command or "", pe.args) == fp:
+                        return str(pf.location.path), "project"
+        return None
 
     def decide_stdio(desc: ClientDescriptor, entry: ServerEntry) -> tuple[str, str]:
         """(action, reason) for a stdio entry before key assignment: wrap or why not."""
@@ -743,7 +795,8 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
                 report(fp, entry, "ours", reason, k)
                 inner = proxy_args(entry.args)
                 if k and k not in declared and inner:
-                    covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), inner[0], inner[1]))
+                    covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), inner[0], inner[1],
+                                         origin=_shadowed_source(f, entry, inner)))
                 continue
             if action != "wrap":
                 report(fp, entry, action, reason)
@@ -997,7 +1050,8 @@ def _plan_policies(env: Env, covers: list[_Cover], options: InstallOptions, prog
         value = c.entry.value if isinstance(c.entry.value, dict) else {}
         env_names = [k for k in (value.get("env") or {}) if isinstance(k, str)] if isinstance(value.get("env"), dict) else []
         cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
-        origin = {"client": c.desc.id, "file": c.file, "scope": c.entry.scope, "entry": c.entry.name}
+        file, scope = c.origin or (c.file, c.entry.scope)
+        origin = {"client": c.desc.id, "file": file, "scope": scope, "entry": c.entry.name}
         if c.entry.project:
             origin["project"] = c.entry.project
         plans.append(plan_server_policy(
