@@ -392,8 +392,8 @@ def status(
         if f["status"] != "ok":
             out.print(f"[red]✗[/red] {shown(f['message'])}")
     if report.policy_error:
-        out.print(f"[red]✗[/red] {shown(report.policy_error)}")
-        out.print("  Every wrapped server's proxy refuses to start until the policy loads "
+        out.print(f"[red]✗[/red] the policy does not load: {shown(report.policy_error)}")
+        out.print("  Every wrapped server's proxy refuses to start until it loads "
                   "(`synartesis check` says the same).")
     if not report.rows:
         out.print("No MCP servers found in any client config.")

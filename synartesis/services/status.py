@@ -298,7 +298,9 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                         drift.append("edited since install (still runs through synartesis; uninstall will leave it)")
                 else:
                     drift.append("wrapped, but not in the install record (uninstall will not restore it)")
-                if key not in declared:
+                if policy_error is not None:
+                    pass  # nothing is read from a policy that does not load (said once, below)
+                elif key not in declared:
                     drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
                 else:
                     missing = _env_not_given(declared[key], entry.value)
@@ -386,7 +388,9 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     groups: dict[tuple[str, str], int] = {}
     rows.sort(key=lambda r: groups.setdefault((r.client, r.file), len(groups)))
     if policy_error is not None:  # every wrapped proxy refuses to start: nothing runs through synartesis
-        rows = [replace(r, covered=False, drift=[*r.drift, "the policy does not load, so its proxy refuses to start"])
+        # the policy's error is said once, above the rows (a new user's round 31, #6: every row
+        # also claimed "no server … every call is held", as if the proxy ran)
+        rows = [replace(r, covered=False, drift=[*r.drift, "its proxy refuses to start until the policy loads (see above)"])
                 if r.covered else r for r in rows]
     launched = {r.policy_key for r in rows if r.policy_key}
     unlaunched = [] if client is not None else [

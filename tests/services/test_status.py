@@ -70,8 +70,10 @@ def test_missing_policy_server_is_drift(fake_home, tmp_path):
     place(fake_home, "cursor", CURSOR)
     env = make_env(fake_home)
     install(env, tmp_path)
-    (fake_home / ".synartesis" / "synartesis.yaml").write_text("version: 1\nservers: {}\n")
-    _, by = rows(env, tmp_path)
+    # a policy that loads but lacks the server (one without any server does not load: round 31, #6)
+    (fake_home / ".synartesis" / "synartesis.yaml").write_text("version: 1\nservers:\n  other: {command: x}\n")
+    report, by = rows(env, tmp_path)
+    assert report.policy_error is None
     assert any("every call is held" in d for d in by["mem"].drift)
 
 
