@@ -206,6 +206,7 @@ def _plan_json(plan: Any) -> dict[str, Any]:
         "warnings": plan.warnings,
         "restart": plan.restart,
         "logins": plan.logins,
+        "looked_in": plan.looked_in,
     }
 
 
@@ -267,7 +268,7 @@ def install(
         for w in plan.warnings:
             out.print(f"[yellow]![/yellow] {shown(w)}")
         if not plan.files:
-            out.print("No client config files found.")
+            out.print(_none_found(plan.looked_in))
         for fp in plan.files:
             out.print(_file_line(fp))
             for e in fp.entries:
@@ -335,7 +336,17 @@ def _nothing_to_change(plan: Any) -> str:
         if left:
             parts.append(f"{len(left)} server entr{'ies' if len(left) != 1 else 'y'} not wrapped")
         return f"Nothing was changed: {' and '.join(parts)} (the reasons are listed above)."
+    if not plan.files:  # said above, with where it looked (a new user's round 31, #7)
+        return "Nothing was written."
+    if not plan.entries:
+        return "Nothing to change: no client config found lists an MCP server."
     return "Nothing to change: every server that can be wrapped already is."
+
+
+def _none_found(looked: list[str]) -> str:
+    """The line for no client config at all, naming every place looked in."""
+    return ("No MCP client config found; looked in: " + ", ".join(shown(p, line=True) for p in looked)
+            + " (and for project files — .mcp.json, .cursor/mcp.json, .codex/config.toml — from this folder up)")
 
 
 def _status_line(r: Any) -> str:
@@ -395,8 +406,10 @@ def status(
         out.print(f"[red]✗[/red] the policy does not load: {shown(report.policy_error)}")
         out.print("  Every wrapped server's proxy refuses to start until it loads "
                   "(`synartesis check` says the same).")
-    if not report.rows:
-        out.print("No MCP servers found in any client config.")
+    if not report.files:
+        out.print(_none_found(report.looked_in))
+    elif not report.rows:
+        out.print("No MCP server is listed in any client config found.")
     current = None
     for r in report.rows:
         head = f"{r.client_name} — {r.file}"
@@ -416,7 +429,10 @@ def status(
     out.print(f"{covered} of {len(report.rows)} server entries covered"
               + (" (the policy does not load)" if report.policy_error else "")
               + (f"; policy: {shown(report.policy_path)}" if report.policy_exists
-                 else f"; no policy yet (`synartesis install` writes {shown(report.policy_path)})"))
+                 else f"; no policy yet (`synartesis install` writes {shown(report.policy_path)})"
+                 if report.install_would_add
+                 else f"; no policy yet ({shown(report.policy_path)}: install writes it once a client config lists "
+                      "a server to wrap)"))
     raise typer.Exit(report.exit_code)
 
 

@@ -160,6 +160,7 @@ class InstallPlan:
     forget: list[dict[str, Any]] = field(default_factory=list)
     upgrades: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     logins: list[str] = field(default_factory=list)
+    looked_in: list[str] = field(default_factory=list)  # user-level config paths looked in, found or not
 
     @property
     def changes(self) -> bool:
@@ -1006,7 +1007,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     warnings += desktop_remote
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,
-                       [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept])
+                       [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept], found.looked)
 
 
 def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:

@@ -117,6 +117,7 @@ class StatusReport:
     #: ``policy`` as a row's. Without them status said nothing of a policy's pins when no client
     #: was configured yet (new user round 14).
     unlaunched: list[dict[str, Any]] = field(default_factory=list)
+    looked_in: list[str] = field(default_factory=list)  # user-level config paths looked in, found or not
 
     @property
     def ok(self) -> bool:
@@ -124,6 +125,14 @@ class StatusReport:
         was read."""
         return (self.policy_error is None and all(r.covered and not r.drift for r in self.rows)
                 and all(f["status"] == "ok" for f in self.files))
+
+    @property
+    def install_would_add(self) -> bool:
+        """True when `synartesis install` has something to cover (so, with no policy yet, it
+        writes one): a wrapped entry, or one whose reason sends the user to install. With no
+        client config, or none that lists a server, it writes nothing (new user round 31, #7)."""
+        return any(r.state == "wrapped" or (not r.covered and "`synartesis install`" in r.reason)
+                   for r in self.rows)
 
     @property
     def exit_code(self) -> int:
@@ -136,7 +145,8 @@ class StatusReport:
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape (keys pinned by tests)."""
         return {"ok": self.ok, "policy": self.policy_path, "policy_error": self.policy_error, "files": self.files,
-                "servers": [asdict(r) for r in self.rows], "unlaunched": self.unlaunched, "warnings": self.warnings}
+                "servers": [asdict(r) for r in self.rows], "unlaunched": self.unlaunched, "warnings": self.warnings,
+                "looked_in": self.looked_in}
 
 
 def _env_not_given(spec: Any, entry: Any) -> list[str]:
@@ -396,4 +406,5 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     unlaunched = [] if client is not None else [
         {"name": key, "policy": pinfo(key)} for key in declared if key not in launched]
     return StatusReport(rows, files, warnings, str(policy_path), policy_error,
-                        policy_exists=pbytes is not None or policy_error is not None, unlaunched=unlaunched)
+                        policy_exists=pbytes is not None or policy_error is not None, unlaunched=unlaunched,
+                        looked_in=found.looked)

@@ -100,7 +100,7 @@ def test_status_cli_json_keys_and_exit_codes(fake_home, tmp_path):
     p = helpers.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert p.returncode == 1, p.stderr
     doc = json.loads(p.stdout)
-    assert set(doc) == {"ok", "policy", "policy_error", "files", "servers", "unlaunched", "warnings"}
+    assert set(doc) == {"ok", "policy", "policy_error", "files", "servers", "unlaunched", "warnings", "looked_in"}
     assert set(doc["servers"][0]) == {"client", "client_name", "file", "scope", "name", "covered", "state", "reason",
                                       "project", "policy_key", "policy", "drift", "sign_in"}
     install(make_env(fake_home), tmp_path)
