@@ -34,7 +34,7 @@ import yaml
 
 from synartesis import fsops
 from synartesis.canonical import canonical, sha256_hex
-from synartesis.clients.adapters import (AddShadow, Change, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
+from synartesis.clients.adapters import (AddShadow, Change, env_edit, env_fields, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
                                          adapter_for, expected_after, shown_text)
 from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
 from synartesis.clients.discover import FoundFile, discover, read_location
@@ -951,7 +951,10 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             fp.pending = [fp.pending[n] for n in keep]
         fp.new = rendered.data
         fp.status = "change"
+        written_view = adapter.read(f.location, rendered.data)
         for p, r in zip(fp.pending, rendered.records):
+            if r.get("op") in ("wrap", "shadow"):  # to tell an env edit apart (new user round 31, #8)
+                r.update(env_fields(_entry_value(written_view.value, r.get("locator") or [])))
             p["record"] = r
         hint = f"{f.descriptor.display_name}: {f.descriptor.restart}"
         if f.descriptor.restart_required and hint not in restart:
@@ -1008,6 +1011,14 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,
                        [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept], found.looked)
+
+
+def _entry_value(value: Any, locator: Sequence[Any]) -> Any:
+    for k in locator:
+        if not isinstance(value, dict) or k not in value:
+            return None
+        value = value[k]
+    return value
 
 
 def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
@@ -1313,7 +1324,17 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
             rec = r["record"]
             st = adapter.record_state(found.view, rec)
             name = r.get("name", "")
-            if st in ("exact", "equal"):
+            current = _entry_value(found.view.value, rec.get("locator") or [])
+            env_parts = env_edit(rec, current) if st == "edited" else None
+            if env_parts and rec.get("op") == "wrap":
+                # only its env changed, which synartesis never wrote in a wrapped entry: the
+                # command goes back and the edit stays (a new user's round 31, #8)
+                changes.append(Unwrap(rec))
+                fp.restore.append(r)
+                fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
+                                              f"the original entry comes back, keeping your env edit since install "
+                                              f"({', '.join(env_parts)})", r.get("policy_key"), r.get("project")))
+            elif st in ("exact", "equal"):
                 changes.append(RemoveShadow(rec) if rec.get("op") == "shadow" else Unwrap(rec))
                 fp.restore.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
@@ -1325,8 +1346,12 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 backup = (f"`synartesis uninstall --from-backup {shlex.quote(first)}` (taken just before the "
                           "install that wrapped it; what changed in the file since is lost with it)" if first else
                           f"`synartesis uninstall --from-backup FILE` (backups are in {backups_dir(env)})")
+                changed = ("changed since install (by you or the client)" if not env_parts else
+                           f"its env changed since install ({', '.join(env_parts)}), and synartesis wrote this "
+                           "local-scope entry whole, env included (copied from the project's .mcp.json), so "
+                           "removing it would lose that edit")
                 why = {"missing": "removed since install; not brought back",
-                       "edited": "changed since install (by you or the client); left as it is: edit it back by "
+                       "edited": f"{changed}; left as it is: edit it back by "
                                  f"hand (the next uninstall then restores it), or put the whole file back with {backup}",
                        "original": "already back to the original"}[st]
                 moved = st == "missing" and r.get("policy_key") in stray_keys

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from synartesis import fsops
-from synartesis.clients.adapters import adapter_for
+from synartesis.clients.adapters import adapter_for, env_edit
 from synartesis.clients.discover import discover
 from synartesis.clients.entries import display_name, foreign_wrapper, is_ours, ours_server
 from synartesis.clients.managed import load_managed
@@ -304,7 +304,13 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                     runs = False
                 if rec is not None:
                     st = adapter.record_state(f.view, rec["record"])
-                    if st == "edited":
+                    env_parts = env_edit(rec["record"], entry.value) if st == "edited" else None
+                    if env_parts:  # names only, never a value (a new user's round 31, #8)
+                        then = ("uninstall puts the entry back and keeps this edit" if rec["record"].get("op") == "wrap"
+                                else "uninstall will leave it: synartesis wrote this entry's env")
+                        drift.append(f"env edited since install: {', '.join(env_parts)} (still runs through "
+                                     f"synartesis; {then})")
+                    elif st == "edited":
                         drift.append("edited since install (still runs through synartesis; uninstall will leave it)")
                 else:
                     drift.append("wrapped, but not in the install record (uninstall will not restore it)")
