@@ -730,6 +730,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
 
     logins: list[str] = []
     desktop_remote: list[str] = []
+    dead: dict[str, list[str]] = {}  # a proxy path that no longer exists -> the entries that run it
 
     def cover_remote(f: FoundFile, fp: FilePlan, entry: ServerEntry, shadow: tuple[FoundFile, str] | None) -> None:
         """A remote entry: wrap it in place (or, for a Claude Code project file, cover it with a
@@ -793,6 +794,9 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             action, reason = decide_stdio(f.descriptor, entry)
             if action == "ours":
                 k = ours_server(entry.args)
+                cmd = entry.command or ""
+                if os.path.isabs(cmd) and not (Path(cmd).is_file() and os.access(cmd, os.X_OK)):
+                    dead.setdefault(cmd, []).append(entry_label(f.descriptor.display_name, entry))
                 report(fp, entry, "ours", reason, k)
                 inner = proxy_args(entry.args)
                 if k and k not in declared and inner:
@@ -896,6 +900,12 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             report(fp, entry, "shadow", f"covered by a local-scope entry in {holder.location.path}", k)
             covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), entry.command or "", entry.args))
 
+    for cmd, labels in dead.items():
+        n = len(labels)
+        warnings.append(f"{n} entr{'ies' if n != 1 else 'y'} run{'' if n != 1 else 's'} {cmd}, which no longer exists "
+                        f"(its venv moved or deleted?), so the client cannot start {'them' if n != 1 else 'it'}: "
+                        "install does not rewrite an entry already wrapped; run `synartesis uninstall` (it puts the "
+                        "entries back from the install record), then `synartesis install` from the synartesis you keep")
     for oid, old, new in keys.rekeyed:
         warnings.append(f"{get_descriptor(oid[0]).display_name}'s {display_name(oid[2])} is given the policy key `{new}`, not `{old}`: `{old}` "
                         f"belongs to another entry, which starts a different server (its env, working directory "

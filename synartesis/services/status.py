@@ -299,8 +299,11 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                 cmd = entry.command or ""
                 runs = True
                 if os.path.isabs(cmd) and not (Path(cmd).is_file() and os.access(cmd, os.X_OK)):
-                    drift.append(f"the proxy {cmd} no longer exists: the client cannot start this server; "
-                                 "run `synartesis install` again")
+                    # install alone does not re-point an entry already wrapped (a new user's
+                    # round 31, #5: the venv deleted; "run install again" changed nothing)
+                    drift.append(f"the proxy {cmd} no longer exists (its venv moved or deleted?): the client cannot "
+                                 "start this server; run `synartesis uninstall` (any synartesis: it puts the entries "
+                                 "back from the install record), then `synartesis install` from the one you keep")
                     runs = False
                 if rec is not None:
                     st = adapter.record_state(f.view, rec["record"])
