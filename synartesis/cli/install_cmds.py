@@ -158,10 +158,13 @@ _ACTION_TEXT = {
 }
 
 
-def _entry_line(e: Any) -> str:
+_DONE_TEXT = {"wrap": "wrapped", "shadow": "covered (local entry added)"}
+
+
+def _entry_line(e: Any, done: bool = False) -> str:
     where = e.scope + (f" {e.project}" if e.project and e.scope == "local" else "")
     key = f" → --server {e.policy_key}" if e.policy_key and e.action in ("wrap", "shadow") else ""
-    what = _ACTION_TEXT.get(e.action, e.action)
+    what = (_DONE_TEXT if done else _ACTION_TEXT).get(e.action) or _ACTION_TEXT.get(e.action, e.action)
     # a reason that begins by saying the same is not said twice ("already wrapped — already
     # wrapped by synartesis": a new user's round 30, U9)
     why = f" — {e.reason}" if e.reason and not e.reason.startswith(what) else ""
@@ -175,7 +178,7 @@ def _at(path: Any, message: str) -> str:
     return shown(message) if said else f"{shown(path)}: {shown(message)}"
 
 
-def _file_line(fp: Any) -> str:
+def _file_line(fp: Any, done: dict[str, str] | None = None) -> str:
     if fp.status == "error":
         return f"[red]✗[/red] {_at(fp.path, fp.message)}"
     counts: dict[str, int] = {}
@@ -186,7 +189,18 @@ def _file_line(fp: Any) -> str:
     if shadows:
         what += f", {shadows} local entr{'y' if shadows == 1 else 'ies'} added"
     mark = "•" if fp.status == "change" else "·"
-    return f"{mark} {shown(fp.path)} ({shown(fp.client_name)}): {'will change' if fp.status == 'change' else 'unchanged'} — {what}"
+    said = "unchanged"
+    if fp.status == "change":
+        outcome = None if done is None else done.get(str(fp.path))
+        said = ("will change" if done is None else "changed" if outcome == "written"
+                else f"not changed ({outcome or 'not written'}: see below)")
+    if done is not None and fp.status == "change" and said != "changed":
+        what = "nothing of it was written"
+    elif done is not None and fp.status == "change":
+        what = ", ".join(f"{n} {_DONE_TEXT.get(a) or _ACTION_TEXT.get(a, a)}" for a, n in counts.items()) or "no servers"
+        if shadows:
+            what += f", {shadows} local entr{'y' if shadows == 1 else 'ies'} added"
+    return f"{mark} {shown(fp.path)} ({shown(fp.client_name)}): {said} — {what}"
 
 
 def _plan_json(plan: Any) -> dict[str, Any]:
@@ -206,7 +220,31 @@ def _plan_json(plan: Any) -> dict[str, Any]:
         "warnings": plan.warnings,
         "restart": plan.restart,
         "logins": plan.logins,
+        "looked_in": plan.looked_in,
     }
+
+
+def _show_install_plan(out: Any, plan: Any, done: dict[str, str] | None) -> None:
+    """The plan, file by file; ``done`` (path → outcome status) once written: past tense."""
+    for w in plan.warnings:
+        out.print(f"[yellow]![/yellow] {shown(w)}")
+    if not plan.files:
+        out.print(_none_found(plan.looked_in))
+    for fp in plan.files:
+        out.print(_file_line(fp, done))
+        for e in fp.entries:
+            out.print("    " + _entry_line(e, done is not None and done.get(str(fp.path)) == "written"),
+                      markup=False, highlight=False)
+    for key, err in plan.start_errors.items():
+        out.print(f"[yellow]![/yellow] {shown(key)} did not start ({shown(err)}); it gets a catch-all gated draft")
+    if plan.start_errors:
+        out.print("  (a server that is slow to start the first time, such as `npx -y …`: try again with "
+                  "`--timeout 60`; `--no-start` adopts shipped policies without starting servers)")
+    for p in plan.policy_plans:
+        prov = f", provenance {p.provenance}" if p.provenance else ""
+        out.print(f"  policy {shown(p.name)}: {shown(p.source)}{shown(prov)} — {shown(p.reason)}")
+    for r in plan.forget:
+        out.print(f"  forget: {shown(r.get('name'))} in {shown(r.get('file'))} (removed since install)")
 
 
 @app.command()
@@ -263,25 +301,12 @@ def install(
                             for f in plan.files if f.status == "change"}
         print_json(doc)
         raise typer.Exit(problems)
-    if not json_out:
-        for w in plan.warnings:
-            out.print(f"[yellow]![/yellow] {shown(w)}")
-        if not plan.files:
-            out.print("No client config files found.")
-        for fp in plan.files:
-            out.print(_file_line(fp))
-            for e in fp.entries:
-                out.print("    " + _entry_line(e), markup=False, highlight=False)
-        for key, err in plan.start_errors.items():
-            out.print(f"[yellow]![/yellow] {shown(key)} did not start ({shown(err)}); it gets a catch-all gated draft")
-        if plan.start_errors:
-            out.print("  (a server that is slow to start the first time, such as `npx -y …`: try again with "
-                      "`--timeout 60`; `--no-start` adopts shipped policies without starting servers)")
-        for p in plan.policy_plans:
-            prov = f", provenance {p.provenance}" if p.provenance else ""
-            out.print(f"  policy {shown(p.name)}: {shown(p.source)}{shown(prov)} — {shown(p.reason)}")
-        for r in plan.forget:
-            out.print(f"  forget: {shown(r.get('name'))} in {shown(r.get('file'))} (removed since install)")
+    # with --yes nothing is asked: the plan is shown once written, saying what was done (a new
+    # user's round 31, #9g: "will change" after the file was written); a dry run or a question
+    # shows it first, as what will be done
+    after = yes and not dry_run and not json_out and plan.changes
+    if not json_out and not after:
+        _show_install_plan(out, plan, None)
     if dry_run:
         if not json_out:
             out.file.flush()
@@ -303,7 +328,14 @@ def install(
     if not _confirm("Write these changes?", yes, json_out):
         out.print("Nothing was written.")
         raise typer.Exit(1)
-    result = apply_install(env, plan)
+    try:
+        result = apply_install(env, plan)
+    except BaseException:
+        if after:  # the plan is still shown, as not written
+            _show_install_plan(out, plan, {})
+        raise
+    if after:
+        _show_install_plan(out, plan, {o.path: o.status for o in result.files})
     if json_out:
         doc = _plan_json(plan)
         doc.update(dry_run=False, result={
@@ -335,7 +367,17 @@ def _nothing_to_change(plan: Any) -> str:
         if left:
             parts.append(f"{len(left)} server entr{'ies' if len(left) != 1 else 'y'} not wrapped")
         return f"Nothing was changed: {' and '.join(parts)} (the reasons are listed above)."
+    if not plan.files:  # said above, with where it looked (a new user's round 31, #7)
+        return "Nothing was written."
+    if not plan.entries:
+        return "Nothing to change: no client config found lists an MCP server."
     return "Nothing to change: every server that can be wrapped already is."
+
+
+def _none_found(looked: list[str]) -> str:
+    """The line for no client config at all, naming every place looked in."""
+    return ("No MCP client config found; looked in: " + ", ".join(shown(p, line=True) for p in looked)
+            + " (and for project files — .mcp.json, .cursor/mcp.json, .codex/config.toml — from this folder up)")
 
 
 def _status_line(r: Any) -> str:
@@ -392,11 +434,13 @@ def status(
         if f["status"] != "ok":
             out.print(f"[red]✗[/red] {shown(f['message'])}")
     if report.policy_error:
-        out.print(f"[red]✗[/red] {shown(report.policy_error)}")
-        out.print("  Every wrapped server's proxy refuses to start until the policy loads "
+        out.print(f"[red]✗[/red] the policy does not load: {shown(report.policy_error)}")
+        out.print("  Every wrapped server's proxy refuses to start until it loads "
                   "(`synartesis check` says the same).")
-    if not report.rows:
-        out.print("No MCP servers found in any client config.")
+    if not report.files:
+        out.print(_none_found(report.looked_in))
+    elif not report.rows:
+        out.print("No MCP server is listed in any client config found.")
     current = None
     for r in report.rows:
         head = f"{r.client_name} — {r.file}"
@@ -416,7 +460,10 @@ def status(
     out.print(f"{covered} of {len(report.rows)} server entries covered"
               + (" (the policy does not load)" if report.policy_error else "")
               + (f"; policy: {shown(report.policy_path)}" if report.policy_exists
-                 else f"; no policy yet (`synartesis install` writes {shown(report.policy_path)})"))
+                 else f"; no policy yet (`synartesis install` writes {shown(report.policy_path)})"
+                 if report.install_would_add
+                 else f"; no policy yet ({shown(report.policy_path)}: install writes it once a client config lists "
+                      "a server to wrap)"))
     raise typer.Exit(report.exit_code)
 
 
@@ -502,7 +549,8 @@ def uninstall(
                 "keep": [str(b)] if purge and (b := _backups(env)) is not None else [],
                 "warnings": plan.warnings}
 
-    if not json_out:
+    def show(done: dict[str, str] | None) -> None:
+        """The plan; ``done`` (path → outcome status) once written: what was done."""
         for w in plan.warnings:
             out.print(f"[yellow]![/yellow] {shown(w)}", markup=True, highlight=False)
         if not plan.files:
@@ -511,14 +559,25 @@ def uninstall(
         for f in plan.files:
             mark = "[red]✗[/red]" if f.status == "error" else "•" if f.status == "change" else "·"
             partly = any(e.action != "restore" for e in f.entries)
-            said = "will be partly restored" if partly else "will be restored"
+            if done is None:
+                said = "will be partly restored" if partly else "will be restored"
+            elif done.get(str(f.path)) == "written":
+                said = "partly restored" if partly else "restored"
+            else:
+                said = f"not restored ({done.get(str(f.path)) or 'not written'}: see below)"
             out.print(f"{mark} {_at(f.path, f.message or (said if f.status == 'change' else f.status))}")
             for e in f.entries:
                 out.print(f"    {shown(e.name)} ({shown(e.scope)}): {shown(e.reason)}")
-        for p in plan.purge_paths:
-            out.print(f"  will delete {shown(p)}{_purge_what(p, plan.journal_holds)}")
-        if purge and (backups := _backups(env)) is not None:  # new user round 10, #7: the plan did not say
-            out.print(f"  will keep {shown(backups)}{_kept_why(str(backups))}")
+        if done is None:  # once written, the deleted and kept files are listed below
+            for p in plan.purge_paths:
+                out.print(f"  will delete {shown(p)}{_purge_what(p, plan.journal_holds)}")
+            if purge and (backups := _backups(env)) is not None:  # new user round 10, #7: the plan did not say
+                out.print(f"  will keep {shown(backups)}{_kept_why(str(backups))}")
+
+    # with --yes nothing is asked: the plan is shown once written (a new user's round 31, #9g)
+    after = yes and not dry_run and not json_out and plan.changes
+    if not json_out and not after:
+        show(None)
     problems = _problem_code(plan.files)
     # an entry the client or a person changed after install stays as it is, still launched
     # through synartesis: not a success to report with exit 0 (adversarial review 16, F9)
@@ -546,7 +605,14 @@ def uninstall(
     if not _confirm("Restore these entries?", yes, json_out):
         out.print("Nothing was written.")
         raise typer.Exit(1)
-    result = apply_uninstall(env, plan)
+    try:
+        result = apply_uninstall(env, plan)
+    except BaseException:
+        if after:
+            show({})
+        raise
+    if after:
+        show({o.path: o.status for o in result.files})
     if json_out:
         print_json(dict(plan_doc(), result={
             "files": [{"file": o.path, "status": o.status, "message": o.message, "backup": o.backup}
@@ -554,7 +620,7 @@ def uninstall(
     else:
         _print_outcomes(out, result.files)
         for p in result.purged:
-            out.print(f"✓ deleted {shown(p)}")
+            out.print(f"✓ deleted {shown(p)}{_purge_what(Path(p), plan.journal_holds) if after else ''}")
         for p in result.kept:
             out.print(f"· kept {shown(p)}{_kept_why(p)}")
         for hint in result.restart:

@@ -183,6 +183,51 @@ def _get_path(value: Any, path: Sequence[str]) -> Any:
     return value
 
 
+def _sans_env(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k != "env"}
+
+
+def env_fields(value: Any) -> dict[str, Any]:
+    """What a record keeps to tell an edit of ``env`` alone from any other (a new user's round
+    31, #8): the digest of the written entry without ``env``, and its env *names* (never a
+    value, nor a digest of one: a short secret could be guessed back from it)."""
+    if not isinstance(value, dict):
+        return {}
+    env = value.get("env")
+    names = sorted(str(k) for k in env) if isinstance(env, dict) else None
+    return {"written_sans_env_sha": value_sha(_sans_env(value)), "env_names": names}
+
+
+def env_edit(record: Mapping[str, Any], value: Any) -> list[str] | None:
+    """When ``value`` differs from what synartesis wrote in ``env`` alone: what changed, by name
+    only (``MEMORY_FILE_PATH removed``, ``the value of X changed``); else None (something else
+    changed too, or the record predates this check)."""
+    sha = record.get("written_sans_env_sha")
+    if not isinstance(sha, str) or not isinstance(value, dict) or value_sha(_sans_env(value)) != sha:
+        return None
+    if value_sha(value) == record.get("written_value_sha"):
+        return None
+    env = value.get("env")
+    if env is None:
+        return ["env removed"]
+    if not isinstance(env, dict):
+        return ["env is no longer a table of names"]
+    was = record.get("env_names") if isinstance(record.get("env_names"), list) else []
+    now = [str(k) for k in env]
+    out = [f"{n} removed" for n in was if n not in now] + [f"{n} added" for n in now if n not in was]
+    if not out:  # the same names: a value changed, and which one is not recorded
+        out = [f"the value of {now[0]} changed" if len(now) == 1 else f"a value changed (one of {', '.join(now)})"]
+    return out
+
+
+def env_edit_restorable(record: Mapping[str, Any], value: Any) -> bool:
+    """True when ``value`` is what synartesis wrote but for ``env`` and the record is a plain
+    wrap: synartesis never wrote that entry's ``env``, so putting the command back keeps the
+    user's env edit. A local shadow was written whole (its env copied from .mcp.json), and a
+    bridged remote entry's env holds synartesis's members: those are not."""
+    return record.get("op") == "wrap" and env_edit(record, value) is not None
+
+
 def _servers_paths(spec: FileSpec | ProjectSpec) -> list[tuple[str, tuple[str, ...]]]:
     if isinstance(spec, FileSpec):
         return [(s.scope, s.path) for s in spec.servers]
@@ -570,7 +615,7 @@ class JsonAdapter:
             if record.get("original_sha") and text_sha(restored) != record["original_sha"]:
                 raise EntryShapeError("the recorded restore does not give back the original entry")
             return [(entry.start, entry.end, restored)], {"op": "unwrap", "how": "exact"}
-        if value_sha(entry.value) != record["written_value_sha"]:
+        if value_sha(entry.value) != record["written_value_sha"] and not env_edit_restorable(record, entry.value):
             raise EntryShapeError("the entry is no longer what synartesis wrote")
         cmd = entry.member("command")
         assert cmd is not None  # the value equals what we wrote, which has a command
@@ -926,7 +971,8 @@ class TomlAdapter:
 
     def _unwrap(self, doc: Any, view: ConfigView, record: Mapping[str, Any], nl: str) -> dict[str, Any]:
         current = _get_path(view.value, record["locator"])
-        if current is None or value_sha(current) != record["written_value_sha"]:
+        if current is None or (value_sha(current) != record["written_value_sha"]
+                               and not env_edit_restorable(record, current)):
             raise EntryShapeError("the entry is no longer what synartesis wrote")
         holder = _inline_holder(doc, record["locator"])
         if holder is not None:

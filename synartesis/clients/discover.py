@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Sequence
 from synartesis import fsops
 from synartesis.clients.adapters import ConfigView, adapter_for
 from synartesis.clients.descriptor import ClientDescriptor
-from synartesis.clients.locations import ConfigLocation, project_locations, project_roots, user_locations
+from synartesis.clients.locations import ConfigLocation, looked_in, project_locations, project_roots, user_locations
 from synartesis.errors import SynartesisError
 from synartesis.paths import Env
 
@@ -39,6 +39,7 @@ class Discovery:
 
     files: list[FoundFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    looked: list[str] = field(default_factory=list)  # every user-level path looked in, found or not
 
 
 def read_location(desc: ClientDescriptor, loc: ConfigLocation) -> FoundFile:
@@ -71,6 +72,7 @@ def discover(env: Env, clients: Sequence[ClientDescriptor],
     """
     out = Discovery()
     for desc in clients:
+        out.looked += [str(p) for p in looked_in(desc, env) if str(p) not in out.looked]
         locs, notes = user_locations(desc, env)
         out.notes += notes
         users = [read_location(desc, loc) for loc in locs]

@@ -149,6 +149,18 @@ def user_locations(desc: ClientDescriptor, env: Env) -> tuple[list[ConfigLocatio
     return found, notes
 
 
+def looked_in(desc: ClientDescriptor, env: Env) -> list[Path]:
+    """Every user-level path ``desc``'s client may read on this platform, found or not (for
+    "no MCP client config found; looked in: …", a new user's round 31, #7)."""
+    out: list[Path] = []
+    for spec in desc.files:
+        for tpl in spec.templates(env.platform):
+            p = expand_template(tpl, env)
+            if p is not None and p not in out:
+                out.append(p)
+    return out
+
+
 def _walk_up(start: Path, rel: str, home: Path) -> Path | None:
     try:
         here = start.resolve()

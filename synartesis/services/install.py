@@ -34,7 +34,7 @@ import yaml
 
 from synartesis import fsops
 from synartesis.canonical import canonical, sha256_hex
-from synartesis.clients.adapters import (AddShadow, Change, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
+from synartesis.clients.adapters import (AddShadow, Change, env_edit, env_fields, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
                                          adapter_for, expected_after, shown_text)
 from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
 from synartesis.clients.discover import FoundFile, discover, read_location
@@ -160,6 +160,7 @@ class InstallPlan:
     forget: list[dict[str, Any]] = field(default_factory=list)
     upgrades: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     logins: list[str] = field(default_factory=list)
+    looked_in: list[str] = field(default_factory=list)  # user-level config paths looked in, found or not
 
     @property
     def changes(self) -> bool:
@@ -326,6 +327,33 @@ def _policy_origin_id(spec: Mapping[str, Any]) -> tuple[str, str, str, str] | No
     if isinstance(origin, dict) and origin.get("entry") is not None:
         return _origin_id(origin.get("client"), origin.get("file"), origin.get("entry"), origin.get("project"))
     return None
+
+
+def _stale_shadow_origins(declared: Mapping[str, Any], files: Sequence[FoundFile]) -> dict[tuple[str, str, str, str], str]:
+    """Keys whose policy ``origin`` names a Claude Code local-scope entry that is gone, while the
+    project's ``.mcp.json`` holds an entry of that name: the origin an install before round 31
+    wrote for a shadow (the policy regenerated while installed). The key stays with the project
+    entry, which the shadow stood for, so the user's rules and pins keep applying."""
+    present: set[tuple[str, str, str, str]] = set()
+    projects: dict[tuple[str, str, str], tuple[str, str, str, str]] = {}
+    for f in files:
+        for entry in (f.view.entries if f.view else []):
+            oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
+            present.add(oid)
+            if f.location.scope == "project" and f.location.project:
+                projects.setdefault((f.descriptor.id, str(f.location.project), entry.name), oid)
+    out: dict[tuple[str, str, str, str], str] = {}
+    for key, spec in declared.items():
+        origin = spec.get("origin") if isinstance(spec, dict) else None
+        if not isinstance(origin, dict) or origin.get("scope") != "local" or not origin.get("project"):
+            continue
+        oid = _policy_origin_id(spec)
+        if oid is None or oid in present:
+            continue
+        alias = projects.get((str(origin.get("client")), str(origin["project"]), str(origin.get("entry"))))
+        if alias is not None:
+            out.setdefault(alias, str(key))
+    return out
 
 
 def _shared_key_warnings(wrapped_as: Mapping[str, list[tuple[Any, str, str]]]) -> list[str]:
@@ -523,6 +551,7 @@ class _Cover:
     command: str
     args: list[str]
     extra_env: tuple[tuple[str, str], ...] = ()  # a wrapped remote entry's env (references)
+    origin: tuple[str, str] | None = None  # (file, scope) of the entry it stands for, when not ``entry``'s own
 
 
 def _claude_approval(user_value: Any, project_key: str, name: str, root: Path) -> str | None:
@@ -608,6 +637,9 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     # --client cursor` after an uninstall gave Cursor's `time` the key `time-cursor`, since the
     # policy's origin named Codex's entry, which was not read (a new user's round 18, #3)
     everyone = found if options.client is None else discover(env, select_clients(None), state.projects())
+    for oid, key in _stale_shadow_origins(declared, everyone.files).items():
+        known.setdefault(oid, key)
+        owners.setdefault(oid, key)
     for f in everyone.files:
         for entry in (f.view.entries if f.view else []):
             oid = _origin_id(f.descriptor.id, f.location.path, entry.name, entry.project)
@@ -659,6 +691,27 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         fp.entries.append(EntryReport(fp.client, str(fp.path), entry.scope, display_name(entry.name), action,
                                       reason, key, display_name(entry.project) if entry.project else None))
 
+    def _shadowed_source(f: FoundFile, entry: ServerEntry, inner: tuple[str, list[str]]) -> tuple[str, str] | None:
+        """For a wrapped local-scope entry that shadows a Claude Code project entry, the project
+        file it stands for: the policy's origin must name the entry that survives uninstall, or
+        the next install gives that entry another key (a new user's round 31, #3: the policy
+        regenerated while installed named the shadow in ~/.claude.json)."""
+        if entry.scope != "local" or not entry.project:
+            return None
+        for rec in state.entries:
+            if (rec.get("client") == f.descriptor.id and rec.get("source") and rec.get("name") == entry.name
+                    and str(rec.get("project") or "") == entry.project
+                    and _path_id(rec.get("target") or rec.get("file")) == _path_id(f.target)):
+                return str(rec["source"]), "project"
+        fp = _fp(*inner)  # no record (lost or never written): the project entry it copies, if any
+        for pf in project_files:
+            if (pf.descriptor.id == f.descriptor.id and pf.location.project == entry.project
+                    and pf.view is not None):
+                for pe in pf.view.entries:
+                    if pe.name == entry.name and pe.kind == "stdio" and _fp(pe.command or "", pe.args) == fp:
+                        return str(pf.location.path), "project"
+        return None
+
     def decide_stdio(desc: ClientDescriptor, entry: ServerEntry) -> tuple[str, str]:
         """(action, reason) for a stdio entry before key assignment: wrap or why not."""
         if is_ours(entry.command, entry.args):
@@ -677,6 +730,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
 
     logins: list[str] = []
     desktop_remote: list[str] = []
+    dead: dict[str, list[str]] = {}  # a proxy path that no longer exists -> the entries that run it
 
     def cover_remote(f: FoundFile, fp: FilePlan, entry: ServerEntry, shadow: tuple[FoundFile, str] | None) -> None:
         """A remote entry: wrap it in place (or, for a Claude Code project file, cover it with a
@@ -740,10 +794,14 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             action, reason = decide_stdio(f.descriptor, entry)
             if action == "ours":
                 k = ours_server(entry.args)
+                cmd = entry.command or ""
+                if os.path.isabs(cmd) and not (Path(cmd).is_file() and os.access(cmd, os.X_OK)):
+                    dead.setdefault(cmd, []).append(entry_label(f.descriptor.display_name, entry))
                 report(fp, entry, "ours", reason, k)
                 inner = proxy_args(entry.args)
                 if k and k not in declared and inner:
-                    covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), inner[0], inner[1]))
+                    covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), inner[0], inner[1],
+                                         origin=_shadowed_source(f, entry, inner)))
                 continue
             if action != "wrap":
                 report(fp, entry, action, reason)
@@ -842,6 +900,12 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             report(fp, entry, "shadow", f"covered by a local-scope entry in {holder.location.path}", k)
             covers.append(_Cover(k, f.descriptor, entry, str(f.location.path), entry.command or "", entry.args))
 
+    for cmd, labels in dead.items():
+        n = len(labels)
+        warnings.append(f"{n} entr{'ies' if n != 1 else 'y'} run{'' if n != 1 else 's'} {cmd}, which no longer exists "
+                        f"(its venv moved or deleted?), so the client cannot start {'them' if n != 1 else 'it'}: "
+                        "install does not rewrite an entry already wrapped; run `synartesis uninstall` (it puts the "
+                        "entries back from the install record), then `synartesis install` from the synartesis you keep")
     for oid, old, new in keys.rekeyed:
         warnings.append(f"{get_descriptor(oid[0]).display_name}'s {display_name(oid[2])} is given the policy key `{new}`, not `{old}`: `{old}` "
                         f"belongs to another entry, which starts a different server (its env, working directory "
@@ -897,7 +961,10 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
             fp.pending = [fp.pending[n] for n in keep]
         fp.new = rendered.data
         fp.status = "change"
+        written_view = adapter.read(f.location, rendered.data)
         for p, r in zip(fp.pending, rendered.records):
+            if r.get("op") in ("wrap", "shadow"):  # to tell an env edit apart (new user round 31, #8)
+                r.update(env_fields(_entry_value(written_view.value, r.get("locator") or [])))
             p["record"] = r
         hint = f"{f.descriptor.display_name}: {f.descriptor.restart}"
         if f.descriptor.restart_required and hint not in restart:
@@ -953,7 +1020,15 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     warnings += desktop_remote
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,
-                       [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept])
+                       [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept], found.looked)
+
+
+def _entry_value(value: Any, locator: Sequence[Any]) -> Any:
+    for k in locator:
+        if not isinstance(value, dict) or k not in value:
+            return None
+        value = value[k]
+    return value
 
 
 def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
@@ -997,7 +1072,8 @@ def _plan_policies(env: Env, covers: list[_Cover], options: InstallOptions, prog
         value = c.entry.value if isinstance(c.entry.value, dict) else {}
         env_names = [k for k in (value.get("env") or {}) if isinstance(k, str)] if isinstance(value.get("env"), dict) else []
         cwd = value.get("cwd") if isinstance(value.get("cwd"), str) else None
-        origin = {"client": c.desc.id, "file": c.file, "scope": c.entry.scope, "entry": c.entry.name}
+        file, scope = c.origin or (c.file, c.entry.scope)
+        origin = {"client": c.desc.id, "file": file, "scope": scope, "entry": c.entry.name}
         if c.entry.project:
             origin["project"] = c.entry.project
         plans.append(plan_server_policy(
@@ -1258,7 +1334,17 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
             rec = r["record"]
             st = adapter.record_state(found.view, rec)
             name = r.get("name", "")
-            if st in ("exact", "equal"):
+            current = _entry_value(found.view.value, rec.get("locator") or [])
+            env_parts = env_edit(rec, current) if st == "edited" else None
+            if env_parts and rec.get("op") == "wrap":
+                # only its env changed, which synartesis never wrote in a wrapped entry: the
+                # command goes back and the edit stays (a new user's round 31, #8)
+                changes.append(Unwrap(rec))
+                fp.restore.append(r)
+                fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
+                                              f"the original entry comes back, keeping your env edit since install "
+                                              f"({', '.join(env_parts)})", r.get("policy_key"), r.get("project")))
+            elif st in ("exact", "equal"):
                 changes.append(RemoveShadow(rec) if rec.get("op") == "shadow" else Unwrap(rec))
                 fp.restore.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
@@ -1270,8 +1356,12 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 backup = (f"`synartesis uninstall --from-backup {shlex.quote(first)}` (taken just before the "
                           "install that wrapped it; what changed in the file since is lost with it)" if first else
                           f"`synartesis uninstall --from-backup FILE` (backups are in {backups_dir(env)})")
+                changed = ("changed since install (by you or the client)" if not env_parts else
+                           f"its env changed since install ({', '.join(env_parts)}), and synartesis wrote this "
+                           "local-scope entry whole, env included (copied from the project's .mcp.json), so "
+                           "removing it would lose that edit")
                 why = {"missing": "removed since install; not brought back",
-                       "edited": "changed since install (by you or the client); left as it is: edit it back by "
+                       "edited": f"{changed}; left as it is: edit it back by "
                                  f"hand (the next uninstall then restores it), or put the whole file back with {backup}",
                        "original": "already back to the original"}[st]
                 moved = st == "missing" and r.get("policy_key") in stray_keys

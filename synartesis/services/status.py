@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from synartesis import fsops
-from synartesis.clients.adapters import adapter_for
+from synartesis.clients.adapters import adapter_for, env_edit
 from synartesis.clients.discover import discover
 from synartesis.clients.entries import display_name, foreign_wrapper, is_ours, ours_server
 from synartesis.clients.managed import load_managed
@@ -117,6 +117,7 @@ class StatusReport:
     #: ``policy`` as a row's. Without them status said nothing of a policy's pins when no client
     #: was configured yet (new user round 14).
     unlaunched: list[dict[str, Any]] = field(default_factory=list)
+    looked_in: list[str] = field(default_factory=list)  # user-level config paths looked in, found or not
 
     @property
     def ok(self) -> bool:
@@ -124,6 +125,14 @@ class StatusReport:
         was read."""
         return (self.policy_error is None and all(r.covered and not r.drift for r in self.rows)
                 and all(f["status"] == "ok" for f in self.files))
+
+    @property
+    def install_would_add(self) -> bool:
+        """True when `synartesis install` has something to cover (so, with no policy yet, it
+        writes one): a wrapped entry, or one whose reason sends the user to install. With no
+        client config, or none that lists a server, it writes nothing (new user round 31, #7)."""
+        return any(r.state == "wrapped" or (not r.covered and "`synartesis install`" in r.reason)
+                   for r in self.rows)
 
     @property
     def exit_code(self) -> int:
@@ -136,7 +145,8 @@ class StatusReport:
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape (keys pinned by tests)."""
         return {"ok": self.ok, "policy": self.policy_path, "policy_error": self.policy_error, "files": self.files,
-                "servers": [asdict(r) for r in self.rows], "unlaunched": self.unlaunched, "warnings": self.warnings}
+                "servers": [asdict(r) for r in self.rows], "unlaunched": self.unlaunched, "warnings": self.warnings,
+                "looked_in": self.looked_in}
 
 
 def _env_not_given(spec: Any, entry: Any) -> list[str]:
@@ -289,16 +299,27 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                 cmd = entry.command or ""
                 runs = True
                 if os.path.isabs(cmd) and not (Path(cmd).is_file() and os.access(cmd, os.X_OK)):
-                    drift.append(f"the proxy {cmd} no longer exists: the client cannot start this server; "
-                                 "run `synartesis install` again")
+                    # install alone does not re-point an entry already wrapped (a new user's
+                    # round 31, #5: the venv deleted; "run install again" changed nothing)
+                    drift.append(f"the proxy {cmd} no longer exists (its venv moved or deleted?): the client cannot "
+                                 "start this server; run `synartesis uninstall` (any synartesis: it puts the entries "
+                                 "back from the install record), then `synartesis install` from the one you keep")
                     runs = False
                 if rec is not None:
                     st = adapter.record_state(f.view, rec["record"])
-                    if st == "edited":
+                    env_parts = env_edit(rec["record"], entry.value) if st == "edited" else None
+                    if env_parts:  # names only, never a value (a new user's round 31, #8)
+                        then = ("uninstall puts the entry back and keeps this edit" if rec["record"].get("op") == "wrap"
+                                else "uninstall will leave it: synartesis wrote this entry's env")
+                        drift.append(f"env edited since install: {', '.join(env_parts)} (still runs through "
+                                     f"synartesis; {then})")
+                    elif st == "edited":
                         drift.append("edited since install (still runs through synartesis; uninstall will leave it)")
                 else:
                     drift.append("wrapped, but not in the install record (uninstall will not restore it)")
-                if key not in declared:
+                if policy_error is not None:
+                    pass  # nothing is read from a policy that does not load (said once, below)
+                elif key not in declared:
                     drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
                 else:
                     missing = _env_not_given(declared[key], entry.value)
@@ -386,10 +407,13 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
     groups: dict[tuple[str, str], int] = {}
     rows.sort(key=lambda r: groups.setdefault((r.client, r.file), len(groups)))
     if policy_error is not None:  # every wrapped proxy refuses to start: nothing runs through synartesis
-        rows = [replace(r, covered=False, drift=[*r.drift, "the policy does not load, so its proxy refuses to start"])
+        # the policy's error is said once, above the rows (a new user's round 31, #6: every row
+        # also claimed "no server … every call is held", as if the proxy ran)
+        rows = [replace(r, covered=False, drift=[*r.drift, "its proxy refuses to start until the policy loads (see above)"])
                 if r.covered else r for r in rows]
     launched = {r.policy_key for r in rows if r.policy_key}
     unlaunched = [] if client is not None else [
         {"name": key, "policy": pinfo(key)} for key in declared if key not in launched]
     return StatusReport(rows, files, warnings, str(policy_path), policy_error,
-                        policy_exists=pbytes is not None or policy_error is not None, unlaunched=unlaunched)
+                        policy_exists=pbytes is not None or policy_error is not None, unlaunched=unlaunched,
+                        looked_in=found.looked)

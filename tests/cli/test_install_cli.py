@@ -113,7 +113,7 @@ def test_json_dry_run_has_a_stable_shape(fake_home, tmp_path):
     p = run(tmp_path, "install", "--dry-run", "--json", "--no-start", "--proxy-path", fake_proxy(tmp_path))
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
-    assert set(doc) == {"proxy", "files", "policy", "start_errors", "forgotten", "warnings", "restart", "logins",
+    assert set(doc) == {"proxy", "files", "policy", "start_errors", "forgotten", "warnings", "restart", "logins", "looked_in",
                         "dry_run", "result", "diffs"}
     (f,) = doc["files"]
     assert f["status"] == "change" and {e["name"]: e["action"] for e in f["entries"]} == {"files": "wrap",

@@ -44,10 +44,13 @@ def test_purge_lists_every_file_it_deletes_and_does_not_contradict_itself(fake_h
     assert cli(tmp_path, "uninstall", "--yes").returncode == 0
     home = fake_home / ".synartesis"
     load_policy_cached(home / "synartesis.yaml", home)
+    dry = cli(tmp_path, "uninstall", "--purge", "--dry-run")
     res = cli(tmp_path, "uninstall", "--purge", "--yes")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "no install record" not in res.stdout
-    listed = set(re.findall(r"will delete (\S+)", res.stdout))
+    assert "no install record" not in dry.stdout + res.stdout
+    # with --yes the run says what it deleted, not what it will (new user round 31, #9g)
+    assert "will delete" not in res.stdout
+    listed = set(re.findall(r"will delete (\S+)", dry.stdout))
     deleted = set(re.findall(r"✓ deleted (\S+)", res.stdout))
     assert deleted and deleted == listed, res.stdout
     assert str(home / "installed.json") in deleted and any("/policy-" in p for p in deleted)

@@ -123,3 +123,85 @@ def test_the_policy_keys_do_not_depend_on_the_order_clients_are_planned_in(fake_
     a = keys(plan_install(env, options(tmp_path)))
     b = keys(plan_install(env, options(tmp_path)))
     assert a == b == {"cursor:gh": "gh"}
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "configs" / "claude-code"
+
+
+def _project_home(fake_home: Path, tmp_path: Path) -> tuple[Path, bytes, Path, bytes, list[str]]:
+    """A real ~/.claude.json with one project whose real .mcp.json servers are all approved."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    mcp = proj / ".mcp.json"
+    mcp_bytes = (FIXTURES / "oxide-disabledtools-lookalike-names.mcp.json").read_bytes()
+    mcp.write_bytes(mcp_bytes)
+    names = list(json.loads(mcp_bytes)["mcpServers"])
+    home_text = (FIXTURES / "callumhoward-home-claude-json-full.json").read_text(encoding="utf-8")
+    assert '"projects": {}' in home_text
+    home_text = home_text.replace('"projects": {}', '"projects": {' + json.dumps(str(proj)) + ': '
+                                  + json.dumps({"enabledMcpjsonServers": names}) + '}', 1)
+    cfg = place(fake_home, "claude-code", home_text)
+    return cfg, cfg.read_bytes(), mcp, mcp_bytes, names
+
+
+def test_a_project_server_keeps_its_key_after_the_policy_is_regenerated_and_reinstalled(fake_home, tmp_path):
+    """A new user's round 31, #3: the policy moved away while installed, then install (a new
+    policy), uninstall, install: `pfiles` became `pfiles-claude-code`, since the new policy's
+    origin named the local-scope shadow in ~/.claude.json, which uninstall removes."""
+    cfg, cfg_bytes, mcp, mcp_bytes, names = _project_home(fake_home, tmp_path)
+    env = make_env(fake_home)
+    policy = fake_home / ".synartesis" / "synartesis.yaml"
+    first, result = install(env, tmp_path, client="claude-code")
+    assert result.ok
+    want = {f"claude-code:{n}": n for n in names}
+    assert keys(first) == want
+    policy.rename(tmp_path / "moved-away.yaml")
+    regen, result = install(env, tmp_path)
+    assert result.ok and regen.policy_new is not None
+    servers = yaml.safe_load(policy.read_text())["servers"]
+    for n in want.values():
+        assert servers[n]["origin"]["file"] == str(mcp), servers[n]["origin"]
+        assert servers[n]["origin"]["scope"] == "project"
+    policy.write_text(policy.read_text() + f'  - match: "{names[0]}.some_tool"\n    class: readonly\n')
+    for client in (None, "claude-code", None):
+        uninstall(env)
+        assert cfg.read_bytes() == cfg_bytes and mcp.read_bytes() == mcp_bytes
+        plan, result = install(env, tmp_path, client=client)
+        assert result.ok and keys(plan) == want and plan.policy_new is None
+    assert list(yaml.safe_load(policy.read_text())["servers"]) == list(servers)
+    uninstall(env)
+    assert cfg.read_bytes() == cfg_bytes and mcp.read_bytes() == mcp_bytes
+
+
+def test_a_policy_whose_origin_names_a_removed_shadow_still_gives_the_project_entry_its_key(fake_home, tmp_path):
+    """A policy written before round 31's fix names the local shadow as the origin: the key stays
+    with the project entry that shadow stood for (and no draft for a new key is added)."""
+    cfg, cfg_bytes, mcp, mcp_bytes, names = _project_home(fake_home, tmp_path)
+    env = make_env(fake_home)
+    install(env, tmp_path, client="claude-code")
+    policy = fake_home / ".synartesis" / "synartesis.yaml"
+    text = policy.read_text()
+    assert text.count(f'"file": "{mcp}", "scope": "project"') == len(names)
+    policy.write_text(text.replace(f'"file": "{mcp}", "scope": "project"', f'"file": "{cfg}", "scope": "local"'))
+    before = policy.read_bytes()
+    uninstall(env)
+    assert cfg.read_bytes() == cfg_bytes
+    plan, result = install(env, tmp_path)
+    assert result.ok and keys(plan) == {f"claude-code:{n}": n for n in names}
+    assert plan.policy_new is None and policy.read_bytes() == before
+    uninstall(env)
+    assert cfg.read_bytes() == cfg_bytes and mcp.read_bytes() == mcp_bytes
+
+
+def test_a_shadow_without_its_install_record_still_names_the_project_entry_as_origin(fake_home, tmp_path):
+    """The install record lost, the policy moved away: the regenerated origin is still the
+    project entry the wrapped local entry copies."""
+    cfg, cfg_bytes, mcp, mcp_bytes, names = _project_home(fake_home, tmp_path)
+    env = make_env(fake_home)
+    install(env, tmp_path, client="claude-code")
+    (fake_home / ".synartesis" / "synartesis.yaml").unlink()
+    (fake_home / ".synartesis" / "installed.json").unlink()
+    install(env, tmp_path, client="claude-code")
+    servers = yaml.safe_load((fake_home / ".synartesis" / "synartesis.yaml").read_text())["servers"]
+    assert {n: (s["origin"]["file"], s["origin"]["scope"]) for n, s in servers.items()} == \
+        {n: (str(mcp), "project") for n in names}
