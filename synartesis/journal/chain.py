@@ -303,14 +303,16 @@ def _matches(recorded: dict, current: dict[str, Any]) -> bool:
     when the event has them; ``step`` is the undo step that event also carries, not a column)."""
     if set(current) - set(recorded) - _LATER_KEYS:
         return False
-    return all(current.get(k) == v or (k == "note" and _kept(v) == current.get(k))
+    return all(current.get(k) == v or (v.__class__ is str and _kept(v) == current.get(k))
                for k, v in recorded.items() if k != "step")
 
 
 def _kept(note: Any) -> Any:
-    """``note`` as the drivers keep text they cannot store as it is: a lone surrogate as its
+    """Text as the drivers keep what they cannot store as it is: a lone surrogate as its
     backslash escape (SQLite and PostgreSQL), a NUL as ``\\x00`` (PostgreSQL; SQLite keeps it).
-    The chain holds the note as it was written."""
+    The chain holds the text as it was written: a note, and a server or tool name, a decider or
+    a reason the same way (adversarial review 31, F5: a tool name holding a NUL, copied to
+    PostgreSQL by `journal migrate`, or a lone surrogate, read as an edited row)."""
     if not isinstance(note, str):
         return note
     kept = note.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -220,3 +220,20 @@ def test_audit_finds_an_edited_note_on_an_action_and_on_a_read(new_journal):
     [read] = _reads(j2, run2, 1)
     j2.conn.execute("UPDATE reads SET note = 'fine' WHERE id = ?", (read,))
     assert any("action 1 (files.read_text_file)" in p and "edited afterwards" in p for p in j2.audit(run2).problems)
+
+
+def test_names_a_database_keeps_escaped_still_audit(new_journal):
+    # adversarial review 31, F5: a tool name holding a NUL (PostgreSQL keeps it as "\x00", the
+    # copy `journal migrate` makes too) or a lone surrogate (both keep it escaped) read as an
+    # edited row: only the note was compared as the database keeps it
+    j = new_journal()
+    run = j.begin_run("t", {})
+    for n, (server, tool) in enumerate([("kv", "nosuch\x00"), ("kv", "t\ud800"), ("k\x00v", "t"),
+                                        ("kv", "plain")]):
+        j.record_action(run, server, tool, "irreversible", None, {"n": n}, status="gated", note="held")
+    decided = j.record_action(run, "kv", "t", "irreversible", None, {"n": "d"}, status="gated", note="held")
+    j.decide(decided.id, False, "ana\x00\ud800", "no\x00 \udfff")
+    result = j.audit(run)
+    assert result.ok, result.problems
+    j.conn.execute("UPDATE actions SET tool = 'other' WHERE tool = 'plain'")
+    assert any("edited afterwards" in p for p in j.audit(run).problems)
