@@ -126,7 +126,8 @@ class ChainMixin(BlobsMixin):
                 f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id = ? ORDER BY seq", (run_id,)))}
             session_row = run is not None and run[2] is not None and self._one(
                 "SELECT 1 FROM sessions WHERE id = ?", (run[2],)) is not None
-            attempts = {r[0] for r in self._all("SELECT id FROM undos WHERE run_id = ?", (run_id,))}
+            attempts = {r[0]: r for r in self._all("SELECT id, by, status, report_ref, kind, attempt, scope "
+                                                    "FROM undos WHERE run_id = ?", (run_id,))}
         if run is None:
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
         head, servers, session_id, pid, started, host = run
@@ -137,9 +138,12 @@ class ChainMixin(BlobsMixin):
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
         gone_attempts: dict[str, tuple[int, str, str]] = {}  # undo id -> its first event, for a row that is gone
+        attempt_events: dict[str, list] = {}  # undo id -> its begin and end events (checked after the chain)
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
             if undo_id is not None and undo_id not in attempts and undo_id not in gone_attempts:
                 gone_attempts[undo_id] = (eid, kind, at)
+            elif undo_id is not None and kind.endswith((".begin", ".end", ".abandoned")):
+                attempt_events.setdefault(undo_id, []).append((eid, kind, at, data))
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
@@ -186,6 +190,7 @@ class ChainMixin(BlobsMixin):
             last_state[aid] = state
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
+        problems += _attempt_problems(attempts, attempt_events, self._bad_payload)
         for undo_id, (eid, kind, at) in gone_attempts.items():  # prune removes attempts with their run only
             problems.append(f"an undo or redo attempt ({str(undo_id)[:8]}, event {eid}: {kind} at {at}) was recorded "
                             "but its row is gone: removed afterwards")
@@ -238,6 +243,60 @@ class ChainMixin(BlobsMixin):
                                    [f"run {rid} is not in the journal, but {left} of it remain: its run row was "
                                     "removed afterwards"]))
         return out
+
+
+def _attempt_problems(rows: dict[str, tuple], events: dict[str, list], bad_payload: Any) -> list[str]:
+    """Undo, redo and saga attempts whose row says something their chained events do not
+    (adversarial review 31, F8: a halted undo's row edited to ``rolled_back``, its report or
+    who ran it swapped, passed the audit; ``history`` and ``prune`` read those rows). Each row
+    is compared with its ``KIND.begin`` event (kind, who, the attempt it belongs to, its scope:
+    each when the event has it, as journals of schema 1 recorded only who) and its last
+    ``KIND.end`` or ``KIND.abandoned`` (status and report); a row with neither is ``running``."""
+    problems = []
+    for uid, (_id, by, status, report_ref, kind, attempt, scope_text) in rows.items():
+        begin, last = None, None
+        for eid, ekind, at, data in events.get(uid, []):
+            if ekind.endswith(".begin") and begin is None:
+                begin = (eid, ekind, at, data)
+            elif not ekind.endswith(".begin"):
+                last = (eid, ekind, at, data)
+        what = f"the {kind} attempt {str(uid)[:8]}"
+        if begin is None:
+            problems.append(f"{what} has no recorded start: inserted outside synartesis")
+            continue
+        recorded = _event_data(begin[3])
+        try:
+            scope = json.loads(scope_text) if scope_text else None
+        except (TypeError, ValueError, RecursionError):
+            scope = ...
+        if (recorded is None or begin[1] != f"{kind}.begin"
+                or any(k in recorded and recorded[k] != v for k, v in (("by", by), ("attempt", attempt)))
+                # from schema 2 on, a begin event without a scope recorded none (schema 1 knew no
+                # attempts, and migration 2 gave their rows a scope)
+                or (("scope" in recorded or "attempt" in recorded) and recorded.get("scope") != scope)):
+            problems.append(f"{what} (started {begin[2]}) differs from what was recorded when it started: "
+                            "edited afterwards")
+            continue
+        if last is None:
+            ok = status == "running"
+        else:
+            ended = _event_data(last[3])
+            ok = ended is not None and (
+                status == "abandoned" if last[1].endswith(".abandoned")
+                else ended.get("status") == status and ("report" not in ended or ended["report"] == report_ref))
+        if not ok:
+            problems.append(f"{what} (started {begin[2]}) ended otherwise than recorded (its row says {status}): "
+                            "edited afterwards")
+        elif report_ref and bad_payload(report_ref):
+            problems.append(f"{what} (started {begin[2]}): its report {bad_payload(report_ref)}")
+    return problems
+
+
+def _event_data(data: Any) -> dict | None:
+    try:
+        return _object(event_text(data))
+    except (zlib.error, UnicodeDecodeError, TypeError):
+        return None
 
 
 def _object(text: str | None) -> dict | None:

@@ -237,3 +237,33 @@ def test_names_a_database_keeps_escaped_still_audit(new_journal):
     assert result.ok, result.problems
     j.conn.execute("UPDATE actions SET tool = 'other' WHERE tool = 'plain'")
     assert any("edited afterwards" in p for p in j.audit(run).problems)
+
+
+def test_audit_finds_an_edited_undo_attempt(new_journal):
+    # adversarial review 31, F8: an attempt's row (status, report, who, scope, kind) edited by
+    # hand passed the audit, though `history` and `prune` read it and its events chain it
+    j = new_journal()
+    run = j.begin_run("t", {})
+    halted = j.begin_attempt([run], "ana", "undo", {"session": "s-x"})
+    j.finish_attempt(halted, {run: "halted"}, {"steps": [], "status": "halted"})
+    done = j.begin_attempt([run], "bob", "redo")
+    j.finish_attempt(done, {run: "redone"}, {"steps": []})
+    j.begin_attempt([run], "cy", "undo", {"run": run})  # still running
+    assert j.audit(run).ok, j.audit(run).problems
+    uid = halted.rows[run]
+    for sql, params in [("UPDATE undos SET status = 'rolled_back' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET report_ref = (SELECT report_ref FROM undos WHERE id = ?) WHERE id = ?",
+                         (done.rows[run], uid)),
+                        ("UPDATE undos SET by = 'mallory' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET scope = '{\"session\": \"s-y\"}' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET scope = NULL WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET kind = 'redo' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET scope = '{\"run\": \"x\"}' WHERE id = ?", (done.rows[run],)),
+                        ("UPDATE undos SET status = 'halted' WHERE status = 'running'", ())]:
+        before = j.conn.execute("SELECT id, status, report_ref, by, scope, kind FROM undos").fetchall()
+        j.conn.execute(sql, params)
+        assert any("edited afterwards" in p for p in j.audit(run).problems), sql
+        for row in before:
+            j.conn.execute("UPDATE undos SET status = ?, report_ref = ?, by = ?, scope = ?, kind = ? WHERE id = ?",
+                           (*row[1:], row[0]))
+        assert j.audit(run).ok, (sql, j.audit(run).problems)
