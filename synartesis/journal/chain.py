@@ -119,7 +119,8 @@ class ChainMixin(BlobsMixin):
         problems: list[str] = []
         self._drop_payload_caches()
         with self._guard("audit"), self._snapshot():
-            run = self._one("SELECT head, servers, session_id, pid, proxy_started, host FROM runs WHERE id = ?", (run_id,))
+            run = self._one("SELECT head, servers, session_id, pid, proxy_started, host, status, unverified, end_note "
+                            "FROM runs WHERE id = ?", (run_id,))
             events = self._all("SELECT id, action_id, undo_id, at, kind, data, prev, hash FROM events "
                                "WHERE run_id = ? ORDER BY id", (run_id,))
             actions = {a.id: a for a in (action_from_row(r) for r in self._all(
@@ -130,10 +131,11 @@ class ChainMixin(BlobsMixin):
                                                     "FROM undos WHERE run_id = ?", (run_id,))}
         if run is None:
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
-        head, servers, session_id, pid, started, host = run
+        head, servers, session_id, pid, started, host, run_status, run_unverified, end_note = run
         if session_id is not None and not session_row:  # prune removes a session with its last run only
             problems.append(f"the run's session ({session_id}) is not in the journal: removed afterwards")
         prev = ""
+        run_state: tuple | None = None  # the run's last run.end, run.close or run.status event
         last_state: dict[str, Any] = {}
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
@@ -180,6 +182,8 @@ class ChainMixin(BlobsMixin):
                         read_at[entry[0]] = at  # a read's row takes its batch's time (record_reads)
             elif kind == "run.begin" and begin is None:
                 begin = parsed if parsed is not None else _object(text)
+            elif kind in _RUN_STATUS_KINDS:
+                run_state = (eid, kind, at, parsed if parsed is not None else text)
         for aid, (eid, kind, at, state) in list(last_state.items()):
             if isinstance(state, str):  # hashed as it was written: parsed now, once per action
                 state = _object(state)
@@ -191,6 +195,7 @@ class ChainMixin(BlobsMixin):
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
         problems += _attempt_problems(attempts, attempt_events, self._bad_payload)
+        problems += _run_status_problems(run_state, run_status, run_unverified, end_note)
         for undo_id, (eid, kind, at) in gone_attempts.items():  # prune removes attempts with their run only
             problems.append(f"an undo or redo attempt ({str(undo_id)[:8]}, event {eid}: {kind} at {at}) was recorded "
                             "but its row is gone: removed afterwards")
@@ -243,6 +248,39 @@ class ChainMixin(BlobsMixin):
                                    [f"run {rid} is not in the journal, but {left} of it remain: its run row was "
                                     "removed afterwards"]))
         return out
+
+
+_RUN_STATUS_KINDS = ("run.end", "run.close", "run.status")
+
+
+def _run_status_problems(last: tuple | None, status: Any, unverified: Any, end_note: Any) -> list[str]:
+    """The run's status as its row says it against its last ``run.end``, ``run.close`` or
+    ``run.status`` event (``active`` before any: adversarial review 31, F8, a run edited from
+    complete to redone or rolled_back passed the audit while ``list`` showed it so): the status,
+    the unverified count where the event sets it, and the note that closed it."""
+    if last is None:
+        if status != "active":
+            return [f"the run's status ({status}) was edited afterwards: it never ended"]
+        return []
+    eid, kind, at, data = last
+    recorded = _object(data) if isinstance(data, str) else data
+    if not isinstance(recorded, dict):
+        return []  # an unreadable event is reported by the chain check already
+    expect_unverified = recorded.get("unverified", 0)
+    if kind == "run.status" and recorded.get("status") != "compensated":
+        expect_unverified = 0  # set_run_status keeps a count only for compensated
+    ok = status == recorded.get("status") and (unverified or 0) == expect_unverified
+    if ok and kind != "run.status":
+        note = recorded.get("note")
+        ok = end_note == note or (isinstance(note, str) and _kept(note) == end_note)
+    if ok:
+        return []
+    return [f"the run's status ({_status_words(status, unverified)}) or closing note differs from what was recorded "
+            f"(event {eid}: {kind} at {at}): edited afterwards"]
+
+
+def _status_words(status: Any, unverified: Any) -> str:
+    return f"{status}, {unverified} unverified" if unverified else str(status)
 
 
 def _attempt_problems(rows: dict[str, tuple], events: dict[str, list], bad_payload: Any) -> list[str]:

@@ -267,3 +267,31 @@ def test_audit_finds_an_edited_undo_attempt(new_journal):
             j.conn.execute("UPDATE undos SET status = ?, report_ref = ?, by = ?, scope = ?, kind = ? WHERE id = ?",
                            (*row[1:], row[0]))
         assert j.audit(run).ok, (sql, j.audit(run).problems)
+
+
+def test_audit_finds_an_edited_run_status(new_journal):
+    # adversarial review 31, F8: a run's status, unverified count or closing note edited by
+    # hand (complete to redone or rolled_back, a fake count) passed the audit, while `list`,
+    # `undo` and `prune` read them and run.end / run.close / run.status chain them
+    j = new_journal()
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "s", "t", "reversible", None, {"n": 1})
+    j.mark_applied(a.id, result={}, inverse=[{"server": "s", "tool": "t", "args": {}}], verify=None, post=None,
+                   note=None)
+    assert j.audit(run).ok
+    j.conn.execute("UPDATE runs SET status = 'complete' WHERE id = ?", (run,))
+    assert any("edited afterwards" in p for p in j.audit(run).problems)  # it never ended
+    j.conn.execute("UPDATE runs SET status = 'active' WHERE id = ?", (run,))
+    j.close_run(run, "closed by hand")
+    assert j.audit(run).ok
+    for sql in ["UPDATE runs SET status = 'redone'", "UPDATE runs SET status = 'rolled_back'",
+                "UPDATE runs SET status = 'compensated', unverified = 3", "UPDATE runs SET end_note = 'x'",
+                "UPDATE runs SET status = 'active', ended_at = NULL"]:
+        j.conn.execute(sql + " WHERE id = ?", (run,))
+        assert any("edited afterwards" in p for p in j.audit(run).problems), sql
+        j.conn.execute("UPDATE runs SET status = 'complete', unverified = 0, end_note = 'closed by hand', "
+                       "ended_at = '2026-01-01T00:00:00.000Z' WHERE id = ?", (run,))
+        assert j.audit(run).ok, (sql, j.audit(run).problems)
+    j.set_run_status(run, "compensated", 2)
+    j.set_run_status(run, "partial", 2)  # the count is kept for compensated only
+    assert j.audit(run).ok, j.audit(run).problems
