@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import time
 from pathlib import Path
 
 from helpers import descendants, open_journal
@@ -62,13 +63,15 @@ def test_a_session_still_closing_keeps_its_slot_until_its_server_has_stopped(tmp
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             c.request("DELETE", "/servers/kv/mcp", headers={"Authorization": f"Bearer {token}", "Mcp-Session-Id": sid})
             ended["status"] = c.getresponse().status
-        while not _sent(tmp_path / "j.db"):  # the call is at the server: the DELETE drains it
-            pass
+        deadline = time.monotonic() + 20
+        while not _sent(tmp_path / "j.db") and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the call is at the server: the DELETE then drains it
         closing = threading.Thread(target=delete)
         closing.start()
         # the session is gone from the table at once (its POSTs get 404) while its server drains
-        while _post(port, token, {"jsonrpc": "2.0", "id": 9, "method": "ping"}, sid)[0] != 404:
-            pass
+        while _post(port, token, {"jsonrpc": "2.0", "id": 9, "method": "ping"}, sid)[0] != 404 \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert _kv_servers(proc.pid), "the ended session's server is still draining its call"
         status, new_sid, retry = _initialize(port, token)
         assert status == 503 and retry and new_sid is None, (status, len(_kv_servers(proc.pid)))
