@@ -235,7 +235,10 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
     with journal_for(manifest, journal) as j:
         targets = pick_gated(j, action, all_)
         if all_ and not targets:
-            console().print("nothing is awaiting approval")
+            if as_json:  # a script parses stdout: an empty list, not a sentence (adversarial review 31)
+                print_json([])
+            else:
+                console().print("nothing is awaiting approval")
             return
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []

@@ -359,6 +359,17 @@ def _waiting(out: _Report, report: UndoReport) -> None:
         out.print(f"    synartesis deny {w['action'][:8]}    ({at} {shown(w['tool'], line=True)})")
 
 
+def _sent_words(report: UndoReport) -> str:
+    """What a halt that put nothing back sent: a call whose outcome is unknown (the server died
+    or timed out on it: it may have taken the resource back, and the next attempt reads it
+    again), or one that did not take the resource back (adversarial review 31, F2: an unknown
+    outcome was said to have not taken the resource back)."""
+    what = "a call was sent" if report.kind == "redo" else "an inverse was sent"
+    if report.halted is not None and "outcome is unknown" in (report.halted.reason or ""):
+        return f"{what} and its outcome is unknown"
+    return f"{what} but did not take the resource back"
+
+
 def result_line(report: UndoReport) -> str:
     """The RESULT line: what the run (or session) is afterwards, or would be (a dry run or a
     ``--force`` preview: ``would end STATUS (dry run)``; one that would halt before changing
@@ -371,10 +382,10 @@ def result_line(report: UndoReport) -> str:
             at = _where(report, report.halted).strip()
             return f"would halt at sequence {at}: nothing would be sent, the {whole} stays {report.stays} (dry run)"
         if report.sent:
-            return f"halted — an inverse was sent but did not take the resource back; the {whole} stays {report.stays}"
+            return f"halted — {_sent_words(report)}; the {whole} is {report.stays}"
         return f"halted — nothing was sent; the {whole} stays {report.stays}"
     if report.halted and not report.dry_run and not report.changed:
-        return "halted — nothing was sent" if not report.sent else "halted — an inverse was sent but did not take the resource back"
+        return "halted — nothing was sent" if not report.sent else f"halted — {_sent_words(report)}"
     if report.dry_run:
         if report.halted:
             return f"would halt at sequence {_where(report, report.halted).strip()} and end {status} (dry run)"

@@ -119,27 +119,33 @@ class ChainMixin(BlobsMixin):
         problems: list[str] = []
         self._drop_payload_caches()
         with self._guard("audit"), self._snapshot():
-            run = self._one("SELECT head, servers, session_id, pid, proxy_started, host FROM runs WHERE id = ?", (run_id,))
+            run = self._one("SELECT head, servers, session_id, pid, proxy_started, host, status, unverified, end_note "
+                            "FROM runs WHERE id = ?", (run_id,))
             events = self._all("SELECT id, action_id, undo_id, at, kind, data, prev, hash FROM events "
                                "WHERE run_id = ? ORDER BY id", (run_id,))
             actions = {a.id: a for a in (action_from_row(r) for r in self._all(
                 f"SELECT {ACTION_COLS} FROM {self._all_actions} WHERE run_id = ? ORDER BY seq", (run_id,)))}
             session_row = run is not None and run[2] is not None and self._one(
                 "SELECT 1 FROM sessions WHERE id = ?", (run[2],)) is not None
-            attempts = {r[0] for r in self._all("SELECT id FROM undos WHERE run_id = ?", (run_id,))}
+            attempts = {r[0]: r for r in self._all("SELECT id, by, status, report_ref, kind, attempt, scope "
+                                                    "FROM undos WHERE run_id = ?", (run_id,))}
         if run is None:
             return AuditResult(run_id, False, 0, [f"run {run_id} is not in the journal"])
-        head, servers, session_id, pid, started, host = run
+        head, servers, session_id, pid, started, host, run_status, run_unverified, end_note = run
         if session_id is not None and not session_row:  # prune removes a session with its last run only
             problems.append(f"the run's session ({session_id}) is not in the journal: removed afterwards")
         prev = ""
+        run_state: tuple | None = None  # the run's last run.end, run.close or run.status event
         last_state: dict[str, Any] = {}
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
         gone_attempts: dict[str, tuple[int, str, str]] = {}  # undo id -> its first event, for a row that is gone
+        attempt_events: dict[str, list] = {}  # undo id -> its begin and end events (checked after the chain)
         for eid, action_id, undo_id, at, kind, data, eprev, ehash in events:
             if undo_id is not None and undo_id not in attempts and undo_id not in gone_attempts:
                 gone_attempts[undo_id] = (eid, kind, at)
+            elif undo_id is not None and kind.endswith((".begin", ".end", ".abandoned")):
+                attempt_events.setdefault(undo_id, []).append((eid, kind, at, data))
             if eprev != prev:
                 problems.append(f"event {eid} ({kind} at {at}) does not follow the one before it: "
                                 "an event was removed or reordered here")
@@ -176,6 +182,8 @@ class ChainMixin(BlobsMixin):
                         read_at[entry[0]] = at  # a read's row takes its batch's time (record_reads)
             elif kind == "run.begin" and begin is None:
                 begin = parsed if parsed is not None else _object(text)
+            elif kind in _RUN_STATUS_KINDS:
+                run_state = (eid, kind, at, parsed if parsed is not None else text)
         for aid, (eid, kind, at, state) in list(last_state.items()):
             if isinstance(state, str):  # hashed as it was written: parsed now, once per action
                 state = _object(state)
@@ -186,6 +194,8 @@ class ChainMixin(BlobsMixin):
             last_state[aid] = state
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
+        problems += _attempt_problems(attempts, attempt_events, self._bad_payload)
+        problems += _run_status_problems(run_state, run_status, run_unverified, end_note)
         for undo_id, (eid, kind, at) in gone_attempts.items():  # prune removes attempts with their run only
             problems.append(f"an undo or redo attempt ({str(undo_id)[:8]}, event {eid}: {kind} at {at}) was recorded "
                             "but its row is gone: removed afterwards")
@@ -238,6 +248,93 @@ class ChainMixin(BlobsMixin):
                                    [f"run {rid} is not in the journal, but {left} of it remain: its run row was "
                                     "removed afterwards"]))
         return out
+
+
+_RUN_STATUS_KINDS = ("run.end", "run.close", "run.status")
+
+
+def _run_status_problems(last: tuple | None, status: Any, unverified: Any, end_note: Any) -> list[str]:
+    """The run's status as its row says it against its last ``run.end``, ``run.close`` or
+    ``run.status`` event (``active`` before any: adversarial review 31, F8, a run edited from
+    complete to redone or rolled_back passed the audit while ``list`` showed it so): the status,
+    the unverified count where the event sets it, and the note that closed it."""
+    if last is None:
+        if status != "active":
+            return [f"the run's status ({status}) was edited afterwards: it never ended"]
+        return []
+    eid, kind, at, data = last
+    recorded = _object(data) if isinstance(data, str) else data
+    if not isinstance(recorded, dict):
+        return []  # an unreadable event is reported by the chain check already
+    expect_unverified = recorded.get("unverified", 0)
+    if kind == "run.status" and recorded.get("status") != "compensated":
+        expect_unverified = 0  # set_run_status keeps a count only for compensated
+    ok = status == recorded.get("status") and (unverified or 0) == expect_unverified
+    if ok and kind != "run.status":
+        note = recorded.get("note")
+        ok = end_note == note or (isinstance(note, str) and _kept(note) == end_note)
+    if ok:
+        return []
+    return [f"the run's status ({_status_words(status, unverified)}) or closing note differs from what was recorded "
+            f"(event {eid}: {kind} at {at}): edited afterwards"]
+
+
+def _status_words(status: Any, unverified: Any) -> str:
+    return f"{status}, {unverified} unverified" if unverified else str(status)
+
+
+def _attempt_problems(rows: dict[str, tuple], events: dict[str, list], bad_payload: Any) -> list[str]:
+    """Undo, redo and saga attempts whose row says something their chained events do not
+    (adversarial review 31, F8: a halted undo's row edited to ``rolled_back``, its report or
+    who ran it swapped, passed the audit; ``history`` and ``prune`` read those rows). Each row
+    is compared with its ``KIND.begin`` event (kind, who, the attempt it belongs to, its scope:
+    each when the event has it, as journals of schema 1 recorded only who) and its last
+    ``KIND.end`` or ``KIND.abandoned`` (status and report); a row with neither is ``running``."""
+    problems = []
+    for uid, (_id, by, status, report_ref, kind, attempt, scope_text) in rows.items():
+        begin, last = None, None
+        for eid, ekind, at, data in events.get(uid, []):
+            if ekind.endswith(".begin") and begin is None:
+                begin = (eid, ekind, at, data)
+            elif not ekind.endswith(".begin"):
+                last = (eid, ekind, at, data)
+        what = f"the {kind} attempt {str(uid)[:8]}"
+        if begin is None:
+            problems.append(f"{what} has no recorded start: inserted outside synartesis")
+            continue
+        recorded = _event_data(begin[3])
+        try:
+            scope = json.loads(scope_text) if scope_text else None
+        except (TypeError, ValueError, RecursionError):
+            scope = ...
+        if (recorded is None or begin[1] != f"{kind}.begin"
+                or any(k in recorded and recorded[k] != v for k, v in (("by", by), ("attempt", attempt)))
+                # from schema 2 on, a begin event without a scope recorded none (schema 1 knew no
+                # attempts, and migration 2 gave their rows a scope)
+                or (("scope" in recorded or "attempt" in recorded) and recorded.get("scope") != scope)):
+            problems.append(f"{what} (started {begin[2]}) differs from what was recorded when it started: "
+                            "edited afterwards")
+            continue
+        if last is None:
+            ok = status == "running"
+        else:
+            ended = _event_data(last[3])
+            ok = ended is not None and (
+                status == "abandoned" if last[1].endswith(".abandoned")
+                else ended.get("status") == status and ("report" not in ended or ended["report"] == report_ref))
+        if not ok:
+            problems.append(f"{what} (started {begin[2]}) ended otherwise than recorded (its row says {status}): "
+                            "edited afterwards")
+        elif report_ref and bad_payload(report_ref):
+            problems.append(f"{what} (started {begin[2]}): its report {bad_payload(report_ref)}")
+    return problems
+
+
+def _event_data(data: Any) -> dict | None:
+    try:
+        return _object(event_text(data))
+    except (zlib.error, UnicodeDecodeError, TypeError):
+        return None
 
 
 def _object(text: str | None) -> dict | None:
@@ -303,14 +400,16 @@ def _matches(recorded: dict, current: dict[str, Any]) -> bool:
     when the event has them; ``step`` is the undo step that event also carries, not a column)."""
     if set(current) - set(recorded) - _LATER_KEYS:
         return False
-    return all(current.get(k) == v or (k == "note" and _kept(v) == current.get(k))
+    return all(current.get(k) == v or (v.__class__ is str and _kept(v) == current.get(k))
                for k, v in recorded.items() if k != "step")
 
 
 def _kept(note: Any) -> Any:
-    """``note`` as the drivers keep text they cannot store as it is: a lone surrogate as its
+    """Text as the drivers keep what they cannot store as it is: a lone surrogate as its
     backslash escape (SQLite and PostgreSQL), a NUL as ``\\x00`` (PostgreSQL; SQLite keeps it).
-    The chain holds the note as it was written."""
+    The chain holds the text as it was written: a note, and a server or tool name, a decider or
+    a reason the same way (adversarial review 31, F5: a tool name holding a NUL, copied to
+    PostgreSQL by `journal migrate`, or a lone surrogate, read as an edited row)."""
     if not isinstance(note, str):
         return note
     kept = note.encode("utf-8", "backslashreplace").decode("utf-8")

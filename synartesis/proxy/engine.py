@@ -362,13 +362,26 @@ class Engine:
     def reply_error_result(self, ctx: CallContext, text: str) -> None:
         """Answer a call with a ``CallToolResult`` carrying ``isError: true``."""
         body = {"jsonrpc": "2.0", "id": ctx.msg.get("id"), "result": tool_result(text, _is_modern(ctx.msg))}
-        self._unqueue(ctx)
+        if self._withdrawn(ctx):
+            return
         self.send_to_client(dump(body))
 
     def reply_protocol_error(self, ctx: CallContext, code: int, message: str) -> None:
         """Answer a call with a JSON-RPC error."""
-        self._unqueue(ctx)
+        if self._withdrawn(ctx):
+            return
         self.send_to_client(dump({"jsonrpc": "2.0", "id": ctx.msg.get("id"), "error": {"code": code, "message": message}}))
+
+    def _withdrawn(self, ctx: CallContext) -> bool:
+        """:meth:`_unqueue`, and whether the client cancelled the call before it was sent (while
+        its pre-read was at the server): it gets no answer then. Its id was freed by the cancel,
+        so the client may have sent a new request with it, which would take this answer for its
+        own (adversarial review 31, F4: a held call's answer went out under an id reused after
+        its cancel, followed by the new request's own answer)."""
+        with self._lock:
+            if self._queued.get(ctx.id_key) is ctx:
+                del self._queued[ctx.id_key]
+            return ctx.cancelled and not ctx.forwarded
 
     def _unqueue(self, ctx: CallContext) -> None:
         """A queued call that is answered without being sent (held, refused) frees its id

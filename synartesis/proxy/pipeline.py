@@ -702,6 +702,12 @@ def _pass_gate(host: CallHost, ctx: CallContext, server: str, tool: str, rule: R
     answer). A refused retry gets its own ``denied`` row, so ``show`` and ``list`` count it;
     its note names the decision."""
     j = host.journal
+    if ctx.cancelled and not ctx.forwarded:
+        # withdrawn while its pre-read was at the server: not held (no person should decide on
+        # a call nobody waits for), no approval spent, no answer (adversarial review 31, F4)
+        j.record_action(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args,
+                        status="failed", note="the client cancelled the call before it was sent")
+        return None
     carried = j.take_approval(run_id, server, tool, rule.cls, rule.match if rule.matched else None, args)
     if carried is not None:
         log("info", "proceeding on an approval", action=carried.id, by=carried.decided_by, tool=f"{server}.{tool}")

@@ -222,6 +222,7 @@ class ServeApp:
         self._reaper: asyncio.Task | None = None
         self.inflight_posts = 0
         self.opening = 0  # sessions whose server is starting (counted against max_sessions)
+        self.closing = 0  # sessions ended whose server is still stopping (counted too)
 
     # -- ASGI ---------------------------------------------------------------------------
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
@@ -420,11 +421,16 @@ class ServeApp:
                 asyncio.ensure_future(self._close_session(session, 0.0))
 
     async def _open_session(self, server: str, send: Callable) -> _Session | None:
-        open_now = sum(1 for s in self.sessions.values() if not s.closed) + self.opening
+        # a session being closed still has its server process until that has stopped (DELETE
+        # with a call in flight drains it for up to --drain seconds): it keeps its slot until
+        # then (adversarial review 31: DELETE freed the slot at once, so sessions draining their
+        # calls and new ones added up to more server processes than --max-sessions)
+        open_now = sum(1 for s in self.sessions.values() if not s.closed) + self.opening + self.closing
         if open_now >= self.config.max_sessions:
             log("warn", "refused a session: the cap is reached", server=server, sessions=open_now,
-                max_sessions=self.config.max_sessions)
-            await self._plain(send, 503, f"synartesis serve has {open_now} sessions open, its limit "
+                closing=self.closing, max_sessions=self.config.max_sessions)
+            closing = f", {self.closing} of them still closing" if self.closing else ""
+            await self._plain(send, 503, f"synartesis serve has {open_now} sessions open{closing}, its limit "
                               f"(--max-sessions {self.config.max_sessions}); end one with DELETE, or wait for "
                               "an idle one to close", extra=[(b"retry-after", b"5")])
             return None
@@ -573,10 +579,13 @@ class ServeApp:
         session.stop_feeding()
         backend = session.backend
         if backend is not None:
+            self.closing += 1  # its server process lives until close returns: it keeps its slot
             try:
                 await asyncio.get_running_loop().run_in_executor(None, backend.close, drain)
             except Exception as exc:  # noqa: BLE001 - closing must finish for the others
                 log("error", "error while closing a session", session=session.id[:8], error=repr(exc))
+            finally:
+                self.closing -= 1
         for key, stream in list(session.pending.items()):
             stream.waiting.discard(key)
             stream.put(error_frame(stream.ids.get(key), UNKNOWN_CODE,

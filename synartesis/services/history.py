@@ -90,7 +90,10 @@ def history(j: Journal, ref: str | None = None, by: str | None = None) -> list[H
             # halted before anything changed: the target kept its status (the undo said so; its
             # report's own status would read "partial"); a session's, when it was one (round 30, U1)
             whole = "session" if scope.get("session") else "run"
-            status = f"halted, nothing changed (the {whole} stays {report['stays']})"
+            if report.get("sent"):  # a call went out and put nothing back: not "nothing changed"
+                status = f"halted after a call was sent (the {whole} is {report['stays']})"
+            else:
+                status = f"halted, nothing changed (the {whole} stays {report['stays']})"
         elif report.get("status"):
             status = status_text(report["status"], report.get("unverified") or 0)
         else:

@@ -874,7 +874,7 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
     report.runs = statuses
     kept_status = None
     if not statuses and report.halted:
-        kept = kept_status_of(report.target, runs, report.halted.run)
+        kept = kept_status_of(report.target, runs, report.halted.run, None if preview else j)
         if kept is not None:
             report.stays = status_text(*kept)
             kept_status, report.unverified = kept
@@ -892,12 +892,21 @@ def _settle(j: Journal, report: UndoReport, actions: list[ActionRow], runs: dict
         report.status = "rolled_back"
 
 
-def kept_status_of(target: str, runs: dict[str, RunRow], halted: str | None) -> tuple[str, int] | None:
+def kept_status_of(target: str, runs: dict[str, RunRow], halted: str | None,
+                   j: Journal | None = None) -> tuple[str, int] | None:
     """(status, unverified) that a halt which changed nothing leaves, as ``list`` shows it: the
     whole session's when ``target`` is ``session`` (a new user's round 30, U1: after an undo
     that reverted one run and halted on another, the next halt said the session "stays
     complete" while ``list`` said partial), else the halted run's (``runs``: the target's runs
-    by id; None when the halted run is not among them)."""
+    by id; None when the halted run is not among them).
+
+    ``j``: read the runs again first (not for a preview). A halt on a call whose outcome is
+    unknown changed its action (``rolling_back`` after an inverse, ``unknown`` after a redo),
+    and with it what ``list`` shows; the rows read before the walk said the session "stays
+    complete" (adversarial review 31, F2)."""
+    if j is not None and runs:
+        now = {r.id: r for r in j.list_runs() if r.id in runs}
+        runs = {rid: now.get(rid, row) for rid, row in runs.items()}
     if target == "session" and runs:
         return session_status(list(runs.values()))
     run = runs.get(halted or "")

@@ -193,7 +193,8 @@ def redo(j: Journal, opts: UndoOptions, servers: ServerPool | None = None) -> Un
             if undone and statuses:
                 report.earlier_runs_undone = True
         report.runs = statuses
-        kept = kept_status_of(target.kind, runs, report.halted.run) if not statuses and report.halted else None
+        kept = (kept_status_of(target.kind, runs, report.halted.run, None if preview else j)
+                if not statuses and report.halted else None)
         if kept is not None:
             # a halt before anything is redone leaves the status as it is: a preview says so too,
             # as undo's does (a new user's round 7: the dry run said it would end partial)

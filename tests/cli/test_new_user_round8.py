@@ -107,3 +107,15 @@ def test_no_journal_yet_names_the_one_source_it_used(fake_home, tmp_path, monkey
     monkeypatch.setenv("SYNARTESIS_JOURNAL", str(tmp_path / "e.db"))
     said = " ".join(cli(tmp_path, "list").stderr.split())
     assert "took that location from $SYNARTESIS_JOURNAL" in said and "--journal" not in said, said
+
+
+def test_approve_all_json_with_nothing_waiting_prints_an_empty_list(tmp_path):
+    """Adversarial review 31: `approve --all --json` (and deny) printed the sentence, not JSON."""
+    import json
+
+    journal = tmp_path / "journal.db"
+    Journal.open(journal, create=True).close()
+    for verb in ("approve", "deny"):
+        res = cli(tmp_path, verb, "--all", "--json", "--journal", str(journal))
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert json.loads(res.stdout) == [], res.stdout

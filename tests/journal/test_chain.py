@@ -220,3 +220,78 @@ def test_audit_finds_an_edited_note_on_an_action_and_on_a_read(new_journal):
     [read] = _reads(j2, run2, 1)
     j2.conn.execute("UPDATE reads SET note = 'fine' WHERE id = ?", (read,))
     assert any("action 1 (files.read_text_file)" in p and "edited afterwards" in p for p in j2.audit(run2).problems)
+
+
+def test_names_a_database_keeps_escaped_still_audit(new_journal):
+    # adversarial review 31, F5: a tool name holding a NUL (PostgreSQL keeps it as "\x00", the
+    # copy `journal migrate` makes too) or a lone surrogate (both keep it escaped) read as an
+    # edited row: only the note was compared as the database keeps it
+    j = new_journal()
+    run = j.begin_run("t", {})
+    for n, (server, tool) in enumerate([("kv", "nosuch\x00"), ("kv", "t\ud800"), ("k\x00v", "t"),
+                                        ("kv", "plain")]):
+        j.record_action(run, server, tool, "irreversible", None, {"n": n}, status="gated", note="held")
+    decided = j.record_action(run, "kv", "t", "irreversible", None, {"n": "d"}, status="gated", note="held")
+    j.decide(decided.id, False, "ana\x00\ud800", "no\x00 \udfff")
+    result = j.audit(run)
+    assert result.ok, result.problems
+    j.conn.execute("UPDATE actions SET tool = 'other' WHERE tool = 'plain'")
+    assert any("edited afterwards" in p for p in j.audit(run).problems)
+
+
+def test_audit_finds_an_edited_undo_attempt(new_journal):
+    # adversarial review 31, F8: an attempt's row (status, report, who, scope, kind) edited by
+    # hand passed the audit, though `history` and `prune` read it and its events chain it
+    j = new_journal()
+    run = j.begin_run("t", {})
+    halted = j.begin_attempt([run], "ana", "undo", {"session": "s-x"})
+    j.finish_attempt(halted, {run: "halted"}, {"steps": [], "status": "halted"})
+    done = j.begin_attempt([run], "bob", "redo")
+    j.finish_attempt(done, {run: "redone"}, {"steps": []})
+    j.begin_attempt([run], "cy", "undo", {"run": run})  # still running
+    assert j.audit(run).ok, j.audit(run).problems
+    uid = halted.rows[run]
+    for sql, params in [("UPDATE undos SET status = 'rolled_back' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET report_ref = (SELECT report_ref FROM undos WHERE id = ?) WHERE id = ?",
+                         (done.rows[run], uid)),
+                        ("UPDATE undos SET by = 'mallory' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET scope = '{\"session\": \"s-y\"}' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET scope = NULL WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET kind = 'redo' WHERE id = ?", (uid,)),
+                        ("UPDATE undos SET scope = '{\"run\": \"x\"}' WHERE id = ?", (done.rows[run],)),
+                        ("UPDATE undos SET status = 'halted' WHERE status = 'running'", ())]:
+        before = j.conn.execute("SELECT id, status, report_ref, by, scope, kind FROM undos").fetchall()
+        j.conn.execute(sql, params)
+        assert any("edited afterwards" in p for p in j.audit(run).problems), sql
+        for row in before:
+            j.conn.execute("UPDATE undos SET status = ?, report_ref = ?, by = ?, scope = ?, kind = ? WHERE id = ?",
+                           (*row[1:], row[0]))
+        assert j.audit(run).ok, (sql, j.audit(run).problems)
+
+
+def test_audit_finds_an_edited_run_status(new_journal):
+    # adversarial review 31, F8: a run's status, unverified count or closing note edited by
+    # hand (complete to redone or rolled_back, a fake count) passed the audit, while `list`,
+    # `undo` and `prune` read them and run.end / run.close / run.status chain them
+    j = new_journal()
+    run = j.begin_run("t", {})
+    a = j.record_action(run, "s", "t", "reversible", None, {"n": 1})
+    j.mark_applied(a.id, result={}, inverse=[{"server": "s", "tool": "t", "args": {}}], verify=None, post=None,
+                   note=None)
+    assert j.audit(run).ok
+    j.conn.execute("UPDATE runs SET status = 'complete' WHERE id = ?", (run,))
+    assert any("edited afterwards" in p for p in j.audit(run).problems)  # it never ended
+    j.conn.execute("UPDATE runs SET status = 'active' WHERE id = ?", (run,))
+    j.close_run(run, "closed by hand")
+    assert j.audit(run).ok
+    for sql in ["UPDATE runs SET status = 'redone'", "UPDATE runs SET status = 'rolled_back'",
+                "UPDATE runs SET status = 'compensated', unverified = 3", "UPDATE runs SET end_note = 'x'",
+                "UPDATE runs SET status = 'active', ended_at = NULL"]:
+        j.conn.execute(sql + " WHERE id = ?", (run,))
+        assert any("edited afterwards" in p for p in j.audit(run).problems), sql
+        j.conn.execute("UPDATE runs SET status = 'complete', unverified = 0, end_note = 'closed by hand', "
+                       "ended_at = '2026-01-01T00:00:00.000Z' WHERE id = ?", (run,))
+        assert j.audit(run).ok, (sql, j.audit(run).problems)
+    j.set_run_status(run, "compensated", 2)
+    j.set_run_status(run, "partial", 2)  # the count is kept for compensated only
+    assert j.audit(run).ok, j.audit(run).problems

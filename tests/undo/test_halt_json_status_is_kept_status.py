@@ -63,3 +63,51 @@ def test_a_halt_after_an_undo_that_halted_part_way_says_the_session_stays_partia
     assert (a / "f.txt").read_text() == "a person's edit\n"
     history = " ".join(cli("history", *flags).stdout.split())
     assert "halted, nothing changed (the session stays partial)" in history, history
+
+
+def _kv_session(tmp_path):
+    from helpers import RawSession, kv_proxy
+
+    manifest, journal, _state, argv = kv_proxy(tmp_path)
+    with RawSession(argv) as s:
+        s.handshake()
+        assert not s.call(1, "put", {"key": "k0", "value": "agent"}).get("isError")
+    return ("--manifest", str(manifest), "--journal", str(journal))
+
+
+def _listed(flags):
+    [session] = json.loads(cli("list", "--json", *flags).stdout)
+    return session["status"]
+
+
+def test_an_undo_halted_on_an_inverse_of_unknown_outcome_reports_the_status_list_shows(tmp_path):
+    # adversarial review 31, F2: the server died on the inverse (FAKE_CRASH_ON_CALL: its second
+    # call, after the drift read); the action is rolling_back and `list` says partial, but the
+    # report said "status": "complete" ("stays": "complete"), its RESULT line that the inverse
+    # "did not take the resource back", and history "halted, nothing changed"
+    import os
+
+    flags = _kv_session(tmp_path)
+    crash = dict(os.environ, FAKE_CRASH_ON_CALL="2")
+    p = cli("undo", "--yes", "--json", *flags, env=crash)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["halted"] and doc["sent"] == 1, doc
+    assert _listed(flags) == "partial"
+    assert doc["status"] == doc["stays"] == "partial", doc
+    p = cli("undo", "--yes", *flags, env=crash)
+    result = " ".join(p.stdout.split())
+    assert p.returncode == 1 and "an inverse was sent and its outcome is unknown; the session is partial" in result, result
+    history = " ".join(cli("history", *flags).stdout.split())
+    assert "nothing changed" not in history and "halted after a call was sent (the session is partial)" in history, history
+
+
+def test_a_redo_halted_on_a_call_of_unknown_outcome_reports_the_status_list_shows(tmp_path):
+    import os
+
+    flags = _kv_session(tmp_path)
+    assert cli("undo", "--yes", *flags).returncode == 0
+    p = cli("redo", "--yes", "--json", *flags, env=dict(os.environ, FAKE_CRASH_ON_CALL="2"))
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["halted"] and doc["sent"] == 1, doc
+    assert _listed(flags) == "partial"
+    assert doc["status"] == doc["stays"] == "partial", doc
