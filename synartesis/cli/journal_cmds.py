@@ -11,8 +11,8 @@ import typer
 from rich.table import Table
 
 from synartesis.cli.app import app
-from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, run_servers,
-                                   run_status, shorten, shown, visible)
+from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, journal_named, print_json,
+                                   run_servers, run_status, shorten, shown, visible)
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.journal.rows import ACTS_ON_NOTHING_SHOWN, acts_on_nothing
 from synartesis.services.context import default_actor, open_journal, where
@@ -28,12 +28,13 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
     with journal_for(manifest, journal) as j:
         flat = j.list_runs() if runs else []
         sessions = [] if runs else list_sessions(j)
+        jpath = j.path
     if as_json:
         print_json([run_summary(r) for r in flat] if runs else [s.as_json() for s in sessions])
         return
     out = console()
     if not flat and not sessions:
-        out.print("no runs recorded")
+        out.print(f"no runs recorded ({shown(journal_named(jpath, manifest, journal))})")
         return
     table = Table(box=None, pad_edge=False)
     for col in (("run", "session", "agent", "servers", "status", "started", "actions") if runs
@@ -50,6 +51,7 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
             table.add_row(f"  run {r.id[:8]}", run_servers(r), run_status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     out.print(table)
+    out.print(f"\n[dim]{shown(journal_named(jpath, manifest, journal))}[/]")
 
 
 def _counts(n: int, unknown: int, held: int, suffix: str = "") -> str:
@@ -162,7 +164,7 @@ def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not star
         return
     out = console()
     if not views:
-        out.print("Nothing is waiting for a decision.")
+        out.print(f"Nothing is waiting for a decision ({shown(journal_named(jpath, manifest, journal))}).")
         return
     from synartesis.proxy.payload import cli_command
     for v, p in zip(views, previews):
