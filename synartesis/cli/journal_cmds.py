@@ -345,9 +345,8 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
         try:
             j = open_journal(manifest, journal)
         except NoJournalError:
-            if not live:
-                out.print(f"no journal at {path} yet; it appears at the first tool call made through a wrapped server")
-                return
+            if not live:  # one frame of nothing is the error the other commands give (exit 2; round 31, 10a)
+                raise
             out.print(f"no journal at {path} yet; waiting…")
             time.sleep(max(interval, 1.0))
     with j:
