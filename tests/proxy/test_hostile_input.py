@@ -197,11 +197,11 @@ def test_a_batch_with_an_element_that_is_not_an_object_is_refused_and_never_sent
     """Adversarial review 17, F6: `[]`, `[ ]` and `[[{tools/call}]]` were forwarded raw and never
     answered: a tools/call nested in an array reached the server unjournalled, and a real server
     dropped the frame, so the client waited for ever. Every such batch is answered (an empty
-    one once, each element that is not an object with id null, each request under its own id,
+    one with a single error object, as JSON-RPC 2.0 answers it, not an array; each element that is not an object with id null, each request under its own id,
     a fractional id included) and none of it is sent."""
     manifest, journal, state, argv = kv_proxy(tmp_path, seed={"k": "old"})
     put = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"put","arguments":{"key":"k","value":"x"}}}'
-    cases = [("[]", [None]), ("[ \t ]", [None]), ("[[" + put + "]]", [None]),
+    cases = [("[]", None), ("[ \t ]", None), ("[[" + put + "]]", [None]),
              ('[[' + put + '],{"jsonrpc":"2.0","id":11,"method":"ping"}]', [None, 11]),
              ('[{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"get","arguments":{"key":"k"}}}]', [1.5])]
     with RawSession(argv, env={**os.environ, "FAKE_LOG": str(tmp_path / "calls.log")}) as s:
@@ -209,9 +209,21 @@ def test_a_batch_with_an_element_that_is_not_an_object_is_refused_and_never_sent
         for text, ids in cases:
             s.send(text.encode())
             reply = json.loads(s.read_line(timeout=10))
-            assert isinstance(reply, list) and [r["id"] for r in reply] == ids, (text[:40], reply)
+            if ids is None:  # an empty batch: one error object, not an array (JSON-RPC 2.0 §6; round 31, 10g)
+                assert isinstance(reply, dict) and reply["id"] is None, (text, reply)
+                reply = [reply]
+            else:
+                assert isinstance(reply, list) and [r["id"] for r in reply] == ids, (text[:40], reply)
             assert all(r["error"]["code"] == -32600 for r in reply)
         assert s.request(20, "ping", timeout=10)["result"] == {}
         s.close()
     assert json.loads(state.read_text()) == {"k": "old"}
     assert not (tmp_path / "calls.log").exists() or "put" not in (tmp_path / "calls.log").read_text()
+
+
+def test_an_empty_batch_is_answered_with_one_object_in_the_several_servers_form_too():
+    """JSON-RPC 2.0 §6: `[]` is answered with a single error object (new user round 31, 10g)."""
+    from synartesis.proxy.engine import batch_refusal
+    for why in (None, "synartesis: batches are not supported when several servers share one proxy"):
+        reply = batch_refusal([], why)
+        assert isinstance(reply, dict) and reply["id"] is None and reply["error"]["code"] == -32600, reply
