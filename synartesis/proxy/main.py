@@ -62,9 +62,11 @@ _REPEATABLE = {"--header", "--header-env"}
 _REMOTE_KEYS = ("url", "url-env", "header", "header-env", "bearer-env", "headers-helper", "transport")
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: int, usage: bool = True) -> int:
+    """Say ``message`` on stderr and return ``code``; a usage error (2) shows the usage too,
+    unless ``usage`` is False (the command line is well formed but names nothing to run)."""
     sys.stderr.write(f"synartesis: {message}\n")
-    if code == 2 and not message.startswith("/"):
+    if code == 2 and usage and not message.startswith("/"):
         sys.stderr.write("\n" + USAGE)
     return code
 
@@ -169,8 +171,8 @@ def main(argv: list[str], saga_hook: Any = None, bridge: Any = None) -> int:
         from synartesis.proxy.spawn import spawn_server
         try:
             popen = spawn_server(command[0], command[1:])
-        except UpstreamError as exc:
-            return _fail(str(exc), 1)
+        except UpstreamError as exc:  # a command that names nothing to run: exit 2
+            return _fail(str(exc), exc.exit_code, usage=False)
     from synartesis import log as logmod
     try:
         if "log-level" in opts:
@@ -285,7 +287,7 @@ def _run(opts, command, popen, options, saga_hook=None, bridge=None) -> int:
     except UsageError as exc:
         return _fail(str(exc), 2)
     except UpstreamError as exc:
-        return _fail(str(exc), 1)
+        return _fail(str(exc), exc.exit_code, usage=False)
     downstream = StdioDownstream()
     engine = Engine(server, upstream, downstream.send, policy=policy, journal_path=journal_path, options=options,
                     launch=launch, policy_note=note, protected=protected, saga_hook=saga_hook)
@@ -367,6 +369,6 @@ def _serve_policy(policy, policy_path, journal_path, options, protected, saga_ho
     try:
         return engine.serve(downstream)
     except UpstreamError as exc:
-        return _fail(str(exc), 1)
+        return _fail(str(exc), exc.exit_code, usage=False)
     except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
         return _fail(str(exc), 1)
