@@ -83,7 +83,8 @@ def console_callback(ctx: typer.Context,
 @app.command("console")
 def console_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
                 by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes from the console (default: the OS user).")) -> None:
-    """The console, as `synartesis` with no command opens it (new user round 11: `console` said "No such command")."""
+    """The console, as `synartesis` with no command opens it."""
+    # by name too: `synartesis console` said "No such command" (new user round 11)
     _open_console(manifest, journal, by)
 
 
