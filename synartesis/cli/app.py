@@ -99,6 +99,30 @@ def _look_instead(argv: list[str]) -> str | None:
     return None
 
 
+def _value_is_an_option(argv: list[str]) -> str | None:
+    """The line for an option that takes a value followed by another of its command's options
+    (``undo RUN --only --dry-run``: click takes ``--dry-run`` as the seq and says "Input should
+    be a valid integer"; new user round 31, 9d), else None. Call after :func:`_load_commands`."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if not words or words[0] not in COMMAND_INDEX or not any(
+            a.startswith("--") and b.startswith("-") for a, b in zip(words, words[1:])):
+        return None  # the common case: nothing to look up
+    cmd = typer.main.get_command(app)
+    rest = words
+    while isinstance(getattr(cmd, "commands", None), dict) and rest and rest[0] in cmd.commands:
+        cmd, rest = cmd.commands[rest[0]], rest[1:]
+    # typer 0.29 carries its own click: its options are told apart by what they have
+    options = [p for p in cmd.params if hasattr(p, "is_flag") and getattr(p, "opts", None)]
+    names = {o for p in options for o in (*p.opts, *p.secondary_opts)} | {"-h", "--help"}
+    takes = {o: p for p in options if not p.is_flag and not getattr(p, "count", False) for o in p.opts}
+    for flag, after in zip(rest, rest[1:]):
+        if flag in takes and after in names:
+            p = takes[flag]
+            shown = p.metavar or _METAVARS.get(flag, flag.lstrip("-").upper().replace("-", "_"))
+            return f"{flag} needs a value ({shown}), and what follows it is the option {after}"
+    return None
+
+
 def _load_commands(argv: list[str] | None = None) -> None:
     first = next((a for a in argv or [] if not a.startswith("-")), None)
     if first in COMMAND_INDEX and not any(a in ("-h", "--help") for a in (argv or [])[:1]):
@@ -236,6 +260,11 @@ def run(argv: list[str]) -> int:
     _load_commands(argv)
     if any(a in ("-h", "--help") for a in argv):
         _reflow_help(app)
+    else:
+        eaten = _value_is_an_option(argv)
+        if eaten:
+            sys.stderr.write(f"synartesis: {eaten}\n")
+            return 2
     piped = sys.stdout is not None and not _isatty(sys.stdout)
     real = sys.stdout
     if piped:

@@ -110,22 +110,33 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return opts, []
 
 
-def parse_call_timeout(value: str | None) -> float | None:
+def parse_call_timeout(value: str | None, source: str = "--call-timeout") -> float | None:
     """``--call-timeout`` / ``SYNARTESIS_CALL_TIMEOUT``: seconds (default 600); ``0`` or ``none``
-    waits for ever (None).
+    waits for ever (None). ``source``: where ``value`` came from, as an error names it.
 
     Raises:
-        ValueError: not a number, or negative.
+        ValueError: not a number, or negative (the message starts with ``source``).
     """
     from synartesis.proxy.engine import DEFAULT_CALL_TIMEOUT
     if value is None or not value.strip():
         return DEFAULT_CALL_TIMEOUT
     if value.strip().lower() in ("none", "never", "inf", "infinite"):
         return None
-    seconds = float(value)
+    seconds = _number(value, source, float)
     if seconds != seconds or seconds < 0:
-        raise ValueError(f"the call timeout must be 0 or more seconds, not {value}")
+        raise ValueError(f"{source}: the call timeout must be 0 or more seconds, not {value}")
     return None if seconds == 0 or seconds >= _LONGEST_WAIT else seconds
+
+
+def _number(value: str, source: str, kind: type) -> Any:
+    """``value`` as a ``kind`` (float: seconds, int: bytes), or a ValueError naming ``source``
+    (the option or variable it came from) rather than Python's "could not convert string to
+    float" (new user round 31, 9d)."""
+    try:
+        return kind(value)
+    except ValueError:
+        what = "a number of seconds" if kind is float else "a whole number of bytes"
+        raise ValueError(f"{source}: {value!r} is not {what}") from None
 
 
 # longer than any wait a person means, and well inside what a lock's timeout accepts: a thread
@@ -135,9 +146,12 @@ _LONGEST_WAIT = 1e7
 
 def _options(opts: dict[str, str]):
     from synartesis.proxy.engine import EngineOptions
-    call_timeout = parse_call_timeout(opts.get("call-timeout", os.environ.get("SYNARTESIS_CALL_TIMEOUT")))
-    read_timeout = float(opts.get("read-timeout", "30"))
-    cap = int(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or 8 * 1024 * 1024)
+    call_timeout = parse_call_timeout(opts.get("call-timeout", os.environ.get("SYNARTESIS_CALL_TIMEOUT")),
+                                      "--call-timeout" if "call-timeout" in opts else "$SYNARTESIS_CALL_TIMEOUT")
+    read_timeout = _number(opts.get("read-timeout", "30"), "--read-timeout", float)
+    cap_source = "--max-snapshot-bytes" if opts.get("max-snapshot-bytes") else "$SYNARTESIS_MAX_SNAPSHOT_BYTES"
+    cap = _number(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or str(8 * 1024 * 1024),
+                  cap_source, int)
     if not read_timeout > 0 or cap <= 0:
         raise ValueError("the read timeout and the snapshot cap must be positive")
     read_timeout = min(read_timeout, _LONGEST_WAIT)  # `inf` or 1e10: as long as a wait can be
@@ -179,7 +193,8 @@ def main(argv: list[str], saga_hook: Any = None, bridge: Any = None) -> int:
             logmod.set_level(opts["log-level"])
         options = _options(opts)
     except ValueError as exc:
-        code = _fail(f"bad option value: {exc}", 2)
+        text = str(exc)  # one that names its option or variable needs no prefix
+        code = _fail(text if text.startswith(("--", "$")) else f"bad option value: {text}", 2)
     else:
         code = _run(opts, command, popen, options, saga_hook, bridge)
     if popen is not None and popen.poll() is None:

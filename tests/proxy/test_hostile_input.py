@@ -9,6 +9,8 @@ import json
 import os
 import time
 
+import pytest
+
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, files_proxy, kv_proxy, open_journal, proxy_argv
 
 POLICY = FAKE_POLICY + """  - match: "kv.env"
@@ -124,6 +126,33 @@ def test_a_bad_call_timeout_is_a_usage_error(tmp_path):
     import subprocess
     done = subprocess.run(bad, input=b"", capture_output=True, timeout=30)
     assert done.returncode == 2 and b"call timeout" in done.stderr
+
+
+
+@pytest.mark.parametrize("flag, value, says", [
+    ("--call-timeout", "abc", "--call-timeout: 'abc' is not a number of seconds"),
+    ("--read-timeout", "soon", "--read-timeout: 'soon' is not a number of seconds"),
+    ("--max-snapshot-bytes", "8M", "--max-snapshot-bytes: '8M' is not a whole number of bytes"),
+])
+def test_an_option_value_that_is_not_a_number_names_the_option(tmp_path, flag, value, says):
+    """`--call-timeout abc` said "could not convert string to float: 'abc'", Python's words,
+    naming no option (new user round 31, 9d)."""
+    manifest, journal, store, argv = _kv(tmp_path)
+    bad = [*argv[:argv.index("--")], flag, value, *argv[argv.index("--"):]]
+    import subprocess
+    done = subprocess.run(bad, input="", capture_output=True, timeout=30, text=True)
+    assert done.returncode == 2, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"synartesis: {says}"), first
+    assert "could not convert" not in done.stderr and "invalid literal" not in done.stderr, done.stderr
+
+
+def test_a_call_timeout_in_the_environment_that_is_not_a_number_names_the_variable(tmp_path):
+    manifest, journal, store, argv = _kv(tmp_path)
+    import subprocess
+    done = subprocess.run(argv, input="", capture_output=True, timeout=30, text=True,
+                          env={**os.environ, "SYNARTESIS_CALL_TIMEOUT": "ten"})
+    assert done.returncode == 2 and "$SYNARTESIS_CALL_TIMEOUT: 'ten' is not a number of seconds" in done.stderr, done.stderr
 
 
 def test_a_call_that_is_not_json_rpc_2_is_answered_at_once_and_never_sent(tmp_path, fs_server):
