@@ -324,6 +324,12 @@ class Engine:
         if not rule.matched and self.policy_note and server not in self.policy.servers:
             # a server the policy does not name: the held call says what to do (proxy.main's hint)
             rule = Rule(match=rule.match, cls=rule.cls, gate=rule.gate, matched=False, note=self.policy_note)
+        elif not rule.matched and self._catalog is not None and tool not in self._catalog:
+            # a tool the server's tools/list does not name: said so, not only "no rule matches"
+            # (new user round 31, 9e); not cached, as the list may name it later
+            return Rule(match=rule.match, cls=rule.cls, gate=rule.gate, matched=False,
+                        note=f"the server does not list a tool {tool} (its tools/list does not name it), and "
+                             "no rule matches it, so it is treated as irreversible")
         from synartesis.policy.model import pattern_regex
         qualified = f"{server}.{tool}"
         if not any(r.when and pattern_regex(r.match).fullmatch(qualified) for r in self.policy.rules):
