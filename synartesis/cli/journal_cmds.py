@@ -15,7 +15,7 @@ from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, jo
                                    run_servers, run_status, shorten, shown, visible)
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.journal.rows import ACTS_ON_NOTHING_SHOWN, acts_on_nothing
-from synartesis.services.context import default_actor, open_journal, where
+from synartesis.services.context import default_actor, given_actor, open_journal, where
 from synartesis.services.runs import CLASS_BADGE, action_view, class_words, decide, pick_gated, run_summary
 
 
@@ -242,7 +242,7 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []
         views = [action_view(j, a) for a in targets]
-        results = decide(j, targets, approve, by or default_actor(j.path), reason)
+        results = decide(j, targets, approve, given_actor(by) or default_actor(j.path), reason)
     if as_json:
         print_json([dict({"id": d.action.id, "ok": d.ok, "message": d.message},
                          **({"preview": previews[k].as_json()} if previews else {})) for k, d in enumerate(results)])
@@ -391,6 +391,7 @@ def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-â€
                 as_json: bool = JsonOpt) -> None:
     """Every undo, redo, approval and denial: who, when, each step, and the original call."""
     from synartesis.services.history import history
+    by = given_actor(by)  # "" is no filter, as it is the OS user for approve (round 31, 9f)
     with journal_for(manifest, journal) as j:
         entries = history(j, target, by=by)
     if as_json:

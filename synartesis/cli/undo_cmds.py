@@ -15,7 +15,7 @@ from synartesis.cli.common import (run_line, JournalOpt, JsonOpt, ManifestOpt, c
                                     print_json, printable, shorten, shown)
 from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
-from synartesis.services.context import default_actor, where
+from synartesis.services.context import default_actor, given_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
 from synartesis.undo.words import nothing_result, nothing_why, unverified_lines, unverified_why
 
@@ -84,7 +84,7 @@ def _options(target: Optional[str], manifest: Optional[str], **kw) -> UndoOption
     if kw.get("replan") and policy is None:
         raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
     journal = kw.pop("journal", None)
-    by = kw.pop("by") or default_actor(where(manifest, journal).journal)
+    by = given_actor(kw.pop("by")) or default_actor(where(manifest, journal).journal)
     return UndoOptions(run=target, by=by, policy=policy, entry_env=entry_env, **kw)
 
 

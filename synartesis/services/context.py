@@ -11,7 +11,7 @@ from pathlib import Path
 from synartesis.journal import Journal
 from synartesis.paths import JOURNAL_ENV, Env, is_journal_url, locate_journal, locate_policy, synartesis_home
 
-__all__ = ["Where", "where", "open_journal", "default_actor", "installed_journal_elsewhere"]
+__all__ = ["Where", "where", "open_journal", "default_actor", "given_actor", "installed_journal_elsewhere"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,13 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
         return Journal.open(w.journal, create=False)
     except NoJournalError as exc:  # say the one source this command used, not every possible one
         raise NoJournalError(f"{exc.message}. This command took that location from {w.source}.") from None
+
+
+def given_actor(by: str | None) -> str | None:
+    """A ``--by`` value as the commands take it: an empty or blank one is none given (so
+    ``approve --by ""`` records the OS user and ``history --by ""`` filters on nobody; new user
+    round 31, 9f); any other, without surrounding blanks."""
+    return by.strip() if by is not None and by.strip() else None
 
 
 def default_actor(journal: object = None) -> str:
