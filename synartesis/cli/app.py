@@ -90,6 +90,20 @@ _LOOK_INSTEAD = {
     "revert": "`synartesis undo` puts back what the newest session changed (`--dry-run` first shows what it would do)",
 }
 _LOOK_INSTEAD["logs"] = _LOOK_INSTEAD["log"]
+_LOOK_INSTEAD["sessions"] = ("agent sessions are what `synartesis list` shows (each with its runs; `--runs`: one run a "
+                              "line); `synartesis show SESSION` lists one session's calls, `synartesis undo SESSION` "
+                              "puts back what it changed")
+_LOOK_INSTEAD["session"] = _LOOK_INSTEAD["sessions"]
+
+
+def _as_flags(argv: list[str]) -> list[str]:
+    """``synartesis version`` as ``--version``, ``synartesis help [CMD…]`` as ``[CMD…] --help``
+    (new user round 31, 9h: both were "No such command")."""
+    if argv == ["version"]:
+        return ["--version"]
+    if argv[:1] == ["help"] and "help" not in COMMAND_INDEX:
+        return [*argv[1:], "--help"]
+    return argv
 
 
 def _look_instead(argv: list[str]) -> str | None:
@@ -253,6 +267,7 @@ def run(argv: list[str]) -> int:
     short while printing ends quietly with exit 0, one that had finished keeps its own exit
     code (so do ``undo`` and ``redo``, which print after the work:
     :func:`synartesis.cli.undo_cmds.render_undo`)."""
+    argv = _as_flags(argv)
     instead = _look_instead(argv)
     if instead:
         sys.stderr.write(f"synartesis: {instead}\n")
