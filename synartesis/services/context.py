@@ -68,6 +68,11 @@ def installed_journal_elsewhere(manifest: str | None = None, journal: str | None
     return installed
 
 
+def _quoted(path: object) -> str:
+    import shlex
+    return shlex.quote(str(path))
+
+
 def policy_journal(policy: Path) -> str | None:
     """The policy's ``journal:`` value, or None (no such key, no policy, or one that does not
     load: the proxy refuses those, and the journal beside it is the one to look at)."""
@@ -101,7 +106,9 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     try:
         return Journal.open(w.journal, create=False)
     except NoJournalError as exc:  # say the one source this command used, not every possible one
-        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}.") from None
+        other = installed_journal_elsewhere(manifest, journal, env)
+        also = f" The installed proxies write to {other} (add --journal {_quoted(other)} to read that one)." if other else ""
+        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}.{also}") from None
 
 
 def given_actor(by: str | None) -> str | None:

@@ -58,3 +58,13 @@ def test_gates_approve_list_and_undo_say_which_journal_they_read(fake_home, tmp_
     assert f"journal: {installed}" in there.stdout and "installed proxies write" not in there.stdout, there.stdout
     named = cli("gates", "--no-read", "--journal", str(installed), cwd=project, env=env)
     assert held[:8] in named.stdout, named.stdout
+
+
+def test_no_journal_beside_a_projects_policy_names_the_installed_one(fake_home, tmp_path):
+    installed, project, held = _held_in_home_and_a_project(fake_home, tmp_path)
+    (project / "journal.db").unlink()
+    res = cli("gates", "--no-read", cwd=project, env=dict(os.environ))
+    assert res.returncode == 2, res.stdout + res.stderr
+    flat = " ".join(res.stderr.split())
+    assert f"there is no journal at {project / 'journal.db'} yet" in flat, res.stderr
+    assert f"The installed proxies write to {installed} (add --journal {installed} to read that one)" in flat, res.stderr
