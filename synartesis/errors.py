@@ -90,6 +90,13 @@ class UpstreamError(SynartesisError):
     exit_code = 1
 
 
+class ServerCommandError(UpstreamError):
+    """A server's command names nothing that can run (no such file, not on PATH, not
+    executable): the command line is wrong, a configuration error (exit 2; new user round 31, 10b)."""
+
+    exit_code = 2
+
+
 class ConflictError(SynartesisError):
     """Someone else changed what we were about to change (a file, an action row)."""
 

@@ -90,12 +90,50 @@ _LOOK_INSTEAD = {
     "revert": "`synartesis undo` puts back what the newest session changed (`--dry-run` first shows what it would do)",
 }
 _LOOK_INSTEAD["logs"] = _LOOK_INSTEAD["log"]
+_LOOK_INSTEAD["sessions"] = ("agent sessions are what `synartesis list` shows (each with its runs; `--runs`: one run a "
+                              "line); `synartesis show SESSION` lists one session's calls, `synartesis undo SESSION` "
+                              "puts back what it changed")
+_LOOK_INSTEAD["session"] = _LOOK_INSTEAD["sessions"]
+
+
+def _as_flags(argv: list[str]) -> list[str]:
+    """``synartesis version`` as ``--version``, ``synartesis help [CMD…]`` as ``[CMD…] --help``
+    (new user round 31, 9h: both were "No such command")."""
+    if argv == ["version"]:
+        return ["--version"]
+    if argv[:1] == ["help"] and "help" not in COMMAND_INDEX:
+        return [*argv[1:], "--help"]
+    return argv
 
 
 def _look_instead(argv: list[str]) -> str | None:
     """The line for ``synartesis WORD`` when WORD is no command but names one (:data:`_LOOK_INSTEAD`), else None."""
     if argv and argv[0] in _LOOK_INSTEAD and argv[0] not in COMMAND_INDEX:
         return f"no command '{argv[0]}': {_LOOK_INSTEAD[argv[0]]}"
+    return None
+
+
+def _value_is_an_option(argv: list[str]) -> str | None:
+    """The line for an option that takes a value followed by another of its command's options
+    (``undo RUN --only --dry-run``: click takes ``--dry-run`` as the seq and says "Input should
+    be a valid integer"; new user round 31, 9d), else None. Call after :func:`_load_commands`."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if not words or words[0] not in COMMAND_INDEX or not any(
+            a.startswith("--") and b.startswith("-") for a, b in zip(words, words[1:])):
+        return None  # the common case: nothing to look up
+    cmd = typer.main.get_command(app)
+    rest = words
+    while isinstance(getattr(cmd, "commands", None), dict) and rest and rest[0] in cmd.commands:
+        cmd, rest = cmd.commands[rest[0]], rest[1:]
+    # typer 0.29 carries its own click: its options are told apart by what they have
+    options = [p for p in cmd.params if hasattr(p, "is_flag") and getattr(p, "opts", None)]
+    names = {o for p in options for o in (*p.opts, *p.secondary_opts)} | {"-h", "--help"}
+    takes = {o: p for p in options if not p.is_flag and not getattr(p, "count", False) for o in p.opts}
+    for flag, after in zip(rest, rest[1:]):
+        if flag in takes and after in names:
+            p = takes[flag]
+            shown = p.metavar or _METAVARS.get(flag, flag.lstrip("-").upper().replace("-", "_"))
+            return f"{flag} needs a value ({shown}), and what follows it is the option {after}"
     return None
 
 
@@ -229,6 +267,7 @@ def run(argv: list[str]) -> int:
     short while printing ends quietly with exit 0, one that had finished keeps its own exit
     code (so do ``undo`` and ``redo``, which print after the work:
     :func:`synartesis.cli.undo_cmds.render_undo`)."""
+    argv = _as_flags(argv)
     instead = _look_instead(argv)
     if instead:
         sys.stderr.write(f"synartesis: {instead}\n")
@@ -236,6 +275,11 @@ def run(argv: list[str]) -> int:
     _load_commands(argv)
     if any(a in ("-h", "--help") for a in argv):
         _reflow_help(app)
+    else:
+        eaten = _value_is_an_option(argv)
+        if eaten:
+            sys.stderr.write(f"synartesis: {eaten}\n")
+            return 2
     piped = sys.stdout is not None and not _isatty(sys.stdout)
     real = sys.stdout
     if piped:

@@ -16,7 +16,7 @@ from rich.segment import Segment
 from synartesis.printable import printable
 
 __all__ = ["ManifestOpt", "JournalOpt", "JsonOpt", "console", "err_console", "print_json", "printable", "shorten",
-           "visible", "shown", "journal_for", "run_status", "run_servers", "run_line"]
+           "visible", "shown", "journal_for", "journal_named", "run_status", "run_servers", "run_line"]
 
 ManifestOpt = typer.Option(None, "--manifest", help="Policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml).", metavar="FILE")
 JournalOpt = typer.Option(None, "--journal", help="Journal file (default: journal.db beside the policy).", metavar="FILE")
@@ -95,15 +95,56 @@ def visible(value: Any) -> str:
     return printable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
+def journal_named(path: Any, manifest: str | None = None, journal: str | None = None) -> str:
+    """``journal: PATH``, the journal a command read, as its output names it (new user round 31,
+    #4: `gates` said "Nothing is waiting" of a project's journal while the installed proxies'
+    journal held a call). When a ``synartesis.yaml`` found from this folder up chose it and the
+    installed proxies write elsewhere, that other journal is named too. Plain text (no markup)."""
+    from synartesis.services.context import installed_journal_elsewhere
+
+    line = f"journal: {printable(str(path))}"
+    other = installed_journal_elsewhere(manifest, journal)
+    if other is not None:
+        import shlex
+        line += (f", beside the synartesis.yaml found from this folder up; the installed proxies write to {printable(str(other))}"
+                 f" (add --journal {shlex.quote(printable(str(other)))} to read that one)")
+    return line
+
+
+class _Opened:
+    """The journal :func:`journal_for` opened, as a context manager: a "no action/run/session
+    matches X" error raised inside it names the journal that was searched (new user round 31,
+    #4: `approve d925746c` said "no action matches d925746c" of a project's journal)."""
+
+    _NOT_FOUND = re.compile(r"no (action|run|session|run or session) matches ")
+
+    def __init__(self, j: Any, manifest: str | None, journal: str | None) -> None:
+        self.j, self.manifest, self.journal = j, manifest, journal
+
+    def __enter__(self) -> Any:
+        return self.j.__enter__()
+
+    def __exit__(self, kind, exc, tb) -> Any:  # type: ignore[no-untyped-def]
+        from synartesis.errors import UsageError
+        handled = self.j.__exit__(kind, exc, tb)
+        if isinstance(exc, UsageError) and self._NOT_FOUND.match(exc.message) and " in the journal " not in exc.message:
+            exc.message = f"{exc.message} in the {journal_named(self.j.path, self.manifest, self.journal).replace('journal: ', 'journal ', 1)}"
+            exc.args = (exc.message,)
+        return handled
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.j, name)
+
+
 def journal_for(manifest: str | None, journal: str | None) -> Any:
     """Open the journal a command works on (never creates one) and say on stderr what opening
-    found and fixed (a journal or its folder open to others)."""
+    found and fixed (a journal or its folder open to others). Use it in a ``with``."""
     from synartesis.services.context import open_journal
 
     j = open_journal(manifest, journal)
     for w in j.warnings:
         err_console().print(f"synartesis: warning: {w}", markup=False, highlight=False)
-    return j
+    return _Opened(j, manifest, journal)
 
 
 def run_status(r: Any) -> str:

@@ -57,7 +57,7 @@ def demo(
     console = demo_console()
     workdir = Path(tempfile.mkdtemp(prefix="synartesis-demo-"))
     console.print(Text(f"Demo folder: {workdir}  (policy synartesis.yaml, journal journal.db, "
-                       "CRM store crm-store.json)"))
+                       "CRM store crm-store.json)" + ("" if keep else "; deleted when the demo ends (--keep keeps it)")))
     console.print()
     try:
         result = run_demo(workdir, on_step=lambda step: _render_step(console, step))
@@ -77,4 +77,8 @@ def demo(
                                "the servers' stderr)."))
     if keep:
         console.print(Text(f"Kept {workdir}: cd there and try `synartesis list`, `show`, `undo`."))
+    elif result.ok:
+        # the approve and gates lines above name it (new user round 31, #11)
+        console.print(Text("The demo folder was deleted, so the commands above that name it no longer work; "
+                           "`synartesis demo --keep` keeps it to try them."))
     raise typer.Exit(0 if result.ok else 1)

@@ -21,13 +21,13 @@ def desktop_cmd(port: int = typer.Option(0, "--port", help="Port to listen on (d
     """Open the window: talk to a model; every tool call is journalled, held calls wait for you, and Undo puts things back."""
     from synartesis.desktop.serve import Launch, bind, serve
     from synartesis.paths import Env, synartesis_home
-    from synartesis.services.context import default_actor, where
+    from synartesis.services.context import default_actor, given_actor, where
 
     if not 0 <= port <= 65535:
         raise typer.BadParameter("a port is 0 to 65535", param_hint="--port")
     sock = bind(host, port)  # refuses anything but loopback (exit 2)
     w = where(manifest, journal)
-    launch = Launch(w.policy, w.journal, by or default_actor(), synartesis_home(Env.current()) / "desktop.json")
+    launch = Launch(w.policy, w.journal, given_actor(by) or default_actor(), synartesis_home(Env.current()) / "desktop.json")
 
     def ready(url: str) -> None:
         sys.stdout.write(f"synartesis desktop: {url}\n"

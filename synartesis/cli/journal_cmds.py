@@ -11,11 +11,11 @@ import typer
 from rich.table import Table
 
 from synartesis.cli.app import app
-from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, run_servers,
-                                   run_status, shorten, shown, visible)
+from synartesis.cli.common import (JournalOpt, JsonOpt, ManifestOpt, console, journal_for, journal_named, print_json,
+                                   run_servers, run_status, shorten, shown, visible)
 from synartesis.errors import NoJournalError, UsageError
 from synartesis.journal.rows import ACTS_ON_NOTHING_SHOWN, acts_on_nothing
-from synartesis.services.context import default_actor, open_journal, where
+from synartesis.services.context import default_actor, given_actor, open_journal, where
 from synartesis.services.runs import CLASS_BADGE, action_view, class_words, decide, pick_gated, run_summary
 
 
@@ -28,12 +28,13 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
     with journal_for(manifest, journal) as j:
         flat = j.list_runs() if runs else []
         sessions = [] if runs else list_sessions(j)
+        jpath = j.path
     if as_json:
         print_json([run_summary(r) for r in flat] if runs else [s.as_json() for s in sessions])
         return
     out = console()
     if not flat and not sessions:
-        out.print("no runs recorded")
+        out.print(f"no runs recorded ({shown(journal_named(jpath, manifest, journal))})")
         return
     table = Table(box=None, pad_edge=False)
     for col in (("run", "session", "agent", "servers", "status", "started", "actions") if runs
@@ -50,6 +51,7 @@ def list_cmd(runs: bool = typer.Option(False, "--runs", help="One line per run (
             table.add_row(f"  run {r.id[:8]}", run_servers(r), run_status(r), r.started_at,
                           _counts(r.actions, r.unknown, r.counts.get("gated", 0)))
     out.print(table)
+    out.print(f"\n[dim]{shown(journal_named(jpath, manifest, journal))}[/]")
 
 
 def _counts(n: int, unknown: int, held: int, suffix: str = "") -> str:
@@ -162,7 +164,7 @@ def gates_cmd(no_read: bool = typer.Option(False, "--no-read", help="Do not star
         return
     out = console()
     if not views:
-        out.print("Nothing is waiting for a decision.")
+        out.print(f"Nothing is waiting for a decision ({shown(journal_named(jpath, manifest, journal))}).")
         return
     from synartesis.proxy.payload import cli_command
     for v, p in zip(views, previews):
@@ -243,7 +245,7 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []
         views = [action_view(j, a) for a in targets]
-        results = decide(j, targets, approve, by or default_actor(j.path), reason)
+        results = decide(j, targets, approve, given_actor(by) or default_actor(j.path), reason)
     if as_json:
         print_json([dict({"id": d.action.id, "ok": d.ok, "message": d.message},
                          **({"preview": previews[k].as_json()} if previews else {})) for k, d in enumerate(results)])
@@ -346,9 +348,8 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
         try:
             j = open_journal(manifest, journal)
         except NoJournalError:
-            if not live:
-                out.print(f"no journal at {path} yet; it appears at the first tool call made through a wrapped server")
-                return
+            if not live:  # one frame of nothing is the error the other commands give (exit 2; round 31, 10a)
+                raise
             out.print(f"no journal at {path} yet; waitingâ€¦")
             time.sleep(max(interval, 1.0))
     with j:
@@ -393,6 +394,7 @@ def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-â€
                 as_json: bool = JsonOpt) -> None:
     """Every undo, redo, approval and denial: who, when, each step, and the original call."""
     from synartesis.services.history import history
+    by = given_actor(by)  # "" is no filter, as it is the OS user for approve (round 31, 9f)
     with journal_for(manifest, journal) as j:
         entries = history(j, target, by=by)
     if as_json:

@@ -85,10 +85,10 @@ def team_add(name: str = typer.Argument(..., help="The database role (it must ex
              as_json: bool = JsonOpt) -> None:
     """Make a database role a member (or an admin) of the team, with the privileges it needs."""
     from synartesis.cli.common import journal_for
-    from synartesis.services.context import default_actor
+    from synartesis.services.context import default_actor, given_actor
     from synartesis.services.team import set_role
     with journal_for(manifest, journal) as j:
-        view = set_role(j, name, role, by or default_actor(j.path))
+        view = set_role(j, name, role, given_actor(by) or default_actor(j.path))
     print_json(_team_json(view)) if as_json else _print_team(view)
 
 

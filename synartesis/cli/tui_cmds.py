@@ -15,7 +15,7 @@ import typer
 from synartesis.cli.app import app
 from synartesis.cli.common import JournalOpt, ManifestOpt
 from synartesis.errors import NoJournalError, UsageError
-from synartesis.services.context import default_actor, open_journal, where
+from synartesis.services.context import default_actor, given_actor, open_journal, where
 
 __all__ = ["console_callback", "plain_console", "wants_terminal"]
 
@@ -83,7 +83,8 @@ def console_callback(ctx: typer.Context,
 @app.command("console")
 def console_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = JournalOpt,
                 by: Optional[str] = typer.Option(None, "--by", help="Who approves, denies and undoes from the console (default: the OS user).")) -> None:
-    """The console, as `synartesis` with no command opens it (new user round 11: `console` said "No such command")."""
+    """The console, as `synartesis` with no command opens it."""
+    # by name too: `synartesis console` said "No such command" (new user round 11)
     _open_console(manifest, journal, by)
 
 
@@ -99,6 +100,6 @@ def _open_console(manifest: Optional[str], journal: Optional[str], by: Optional[
     from synartesis.tui.app import ConsoleApp
 
     loc = where(manifest, journal)
-    console = ConsoleApp(loc.journal, loc.policy, by or default_actor(loc.journal))
+    console = ConsoleApp(loc.journal, loc.policy, given_actor(by) or default_actor(loc.journal))
     console.run()
     raise typer.Exit(console.return_code or 0)

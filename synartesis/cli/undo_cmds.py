@@ -11,11 +11,11 @@ from rich.control import strip_control_codes
 from rich.markup import escape
 
 from synartesis.cli.app import StdoutClosed, app
-from synartesis.cli.common import (run_line, JournalOpt, JsonOpt, ManifestOpt, console, journal_for, print_json, printable,
-                                    shorten, shown)
+from synartesis.cli.common import (run_line, JournalOpt, JsonOpt, ManifestOpt, console, journal_for, journal_named,
+                                    print_json, printable, shorten, shown)
 from synartesis.errors import PolicyError
 from synartesis.policy import Policy, load_policy
-from synartesis.services.context import default_actor, where
+from synartesis.services.context import default_actor, given_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
 from synartesis.undo.words import nothing_result, nothing_why, unverified_lines, unverified_why
 
@@ -49,10 +49,11 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     opts.to, opts.only = to, only
     with journal_for(manifest, journal) as j:
         report = undo_run(j, opts)
+        jpath = j.path
     if as_json:
         print_json(report.as_json())
     else:
-        render_undo(report)
+        render_undo(report, journal_named(jpath, manifest, journal))
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -69,10 +70,11 @@ def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by, journal=journal)
     with journal_for(manifest, journal) as j:
         report = redo(j, opts)
+        jpath = j.path
     if as_json:
         print_json(report.as_json())
     else:
-        render_undo(report)
+        render_undo(report, journal_named(jpath, manifest, journal))
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -82,7 +84,7 @@ def _options(target: Optional[str], manifest: Optional[str], **kw) -> UndoOption
     if kw.get("replan") and policy is None:
         raise PolicyError(f"--replan needs the current policy, and there is none at {where(manifest).policy}")
     journal = kw.pop("journal", None)
-    by = kw.pop("by") or default_actor(where(manifest, journal).journal)
+    by = given_actor(kw.pop("by")) or default_actor(where(manifest, journal).journal)
     return UndoOptions(run=target, by=by, policy=policy, entry_env=entry_env, **kw)
 
 
@@ -160,11 +162,14 @@ def _emoji(text: str) -> str:
     return _emoji_replace(text)
 
 
-def render_undo(report: UndoReport) -> None:
-    """Print an undo or redo report (used by the CLI, the demo and the console)."""
+def render_undo(report: UndoReport, journal: str | None = None) -> None:
+    """Print an undo or redo report (used by the CLI, the demo and the console); ``journal``:
+    the line naming the journal it worked on (:func:`journal_named`), printed last."""
     out = _Report()
     try:
         _render_undo(out, report)
+        if journal:
+            out.print(f"  [dim]{shown(journal)}[/]")
     finally:
         try:
             out.close()

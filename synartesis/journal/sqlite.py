@@ -31,8 +31,11 @@ __all__ = ["SqliteBackend", "Error"]
 
 Error = sqlite3.Error
 _SIDE_FILES = ("-wal", "-shm")
-# What may sit beside a journal in a folder that synartesis made for it.
-_OURS = ("synartesis.yaml", "installed.json", "backups")
+# What may sit beside a journal in a folder that synartesis made for it ($SYNARTESIS_HOME: the
+# policy, the install record, backups, OAuth tokens, serve's token, the desktop's launch file,
+# the team journal's spool) and the compiled policy caches (policy-<hash>.json, new user round 31).
+_OURS = ("synartesis.yaml", "installed.json", "backups", "oauth", "serve-token", "desktop.json", "spool")
+_OURS_CACHE = re.compile(r"policy-[0-9a-f]{16}\.json")
 # Page size of a new journal: SQLite's smallest. Every table and index takes at least a page
 # (an empty journal has ~35 of them: 140 KB at SQLite's 4 KiB default), and a row is rounded up
 # to what is left of a page: a journal's rows are a few hundred bytes (a write's two events ~500
@@ -442,4 +445,5 @@ def _ours(folder: Path, journal_name: str) -> bool:
         names = os.listdir(folder)
     except OSError:
         return False
-    return all(n.startswith(journal_name) or n in _OURS or n.endswith(".synartesis-tmp") for n in names)
+    return all(n.startswith(journal_name) or n in _OURS or _OURS_CACHE.fullmatch(n) or n.endswith(".synartesis-tmp")
+               for n in names)

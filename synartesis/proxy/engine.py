@@ -96,13 +96,15 @@ def server_process(upstream: Any) -> dict:
     return line
 
 
-def batch_refusal(batch: list, why: str | None = None) -> list | None:
+def batch_refusal(batch: list, why: str | None = None) -> list | dict | None:
     """The answer to a client's JSON-RPC batch that is not forwarded, or None to forward it.
 
     Forwarded only when every element is an object and none is a ``tools/call`` (which cannot
     be journalled in order inside a batch). Refused: each request gets ``-32600`` under its id
     (a string or a number; null for any other), each element that is not an object ``-32600``
-    with id null, and an empty batch one ``-32600`` with id null (JSON-RPC 2.0, batch). A nested
+    with id null, and an empty batch a single ``-32600`` object with id null, not an array
+    (JSON-RPC 2.0 §6: "the response from the Server MUST be a single Response object"; new
+    user round 31, 10g). A nested
     array was forwarded raw, a ``tools/call`` inside it unjournalled, and nothing answered
     (adversarial review 17, F6). ``why``: the message (default: send tools/call on its own).
     """
@@ -113,7 +115,7 @@ def batch_refusal(batch: list, why: str | None = None) -> list | None:
     text = why or ("synartesis: send tools/call on its own, not inside a batch, so it can be journalled" if calls
                    else "Invalid Request: a batch element must be a request object")
     if not batch:
-        return [{"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request: an empty batch"}}]
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request: an empty batch"}}
     out = []
     for m in batch:
         if isinstance(m, dict):
@@ -322,6 +324,12 @@ class Engine:
         if not rule.matched and self.policy_note and server not in self.policy.servers:
             # a server the policy does not name: the held call says what to do (proxy.main's hint)
             rule = Rule(match=rule.match, cls=rule.cls, gate=rule.gate, matched=False, note=self.policy_note)
+        elif not rule.matched and self._catalog is not None and tool not in self._catalog:
+            # a tool the server's tools/list does not name: said so, not only "no rule matches"
+            # (new user round 31, 9e); not cached, as the list may name it later
+            return Rule(match=rule.match, cls=rule.cls, gate=rule.gate, matched=False,
+                        note=f"the server does not list a tool {tool} (its tools/list does not name it), and "
+                             "no rule matches it, so it is treated as irreversible")
         from synartesis.policy.model import pattern_regex
         qualified = f"{server}.{tool}"
         if not any(r.when and pattern_regex(r.match).fullmatch(qualified) for r in self.policy.rules):

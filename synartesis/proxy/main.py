@@ -62,9 +62,11 @@ _REPEATABLE = {"--header", "--header-env"}
 _REMOTE_KEYS = ("url", "url-env", "header", "header-env", "bearer-env", "headers-helper", "transport")
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: int, usage: bool = True) -> int:
+    """Say ``message`` on stderr and return ``code``; a usage error (2) shows the usage too,
+    unless ``usage`` is False (the command line is well formed but names nothing to run)."""
     sys.stderr.write(f"synartesis: {message}\n")
-    if code == 2 and not message.startswith("/"):
+    if code == 2 and usage and not message.startswith("/"):
         sys.stderr.write("\n" + USAGE)
     return code
 
@@ -108,22 +110,33 @@ def parse_args(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return opts, []
 
 
-def parse_call_timeout(value: str | None) -> float | None:
+def parse_call_timeout(value: str | None, source: str = "--call-timeout") -> float | None:
     """``--call-timeout`` / ``SYNARTESIS_CALL_TIMEOUT``: seconds (default 600); ``0`` or ``none``
-    waits for ever (None).
+    waits for ever (None). ``source``: where ``value`` came from, as an error names it.
 
     Raises:
-        ValueError: not a number, or negative.
+        ValueError: not a number, or negative (the message starts with ``source``).
     """
     from synartesis.proxy.engine import DEFAULT_CALL_TIMEOUT
     if value is None or not value.strip():
         return DEFAULT_CALL_TIMEOUT
     if value.strip().lower() in ("none", "never", "inf", "infinite"):
         return None
-    seconds = float(value)
+    seconds = _number(value, source, float)
     if seconds != seconds or seconds < 0:
-        raise ValueError(f"the call timeout must be 0 or more seconds, not {value}")
+        raise ValueError(f"{source}: the call timeout must be 0 or more seconds, not {value}")
     return None if seconds == 0 or seconds >= _LONGEST_WAIT else seconds
+
+
+def _number(value: str, source: str, kind: type) -> Any:
+    """``value`` as a ``kind`` (float: seconds, int: bytes), or a ValueError naming ``source``
+    (the option or variable it came from) rather than Python's "could not convert string to
+    float" (new user round 31, 9d)."""
+    try:
+        return kind(value)
+    except ValueError:
+        what = "a number of seconds" if kind is float else "a whole number of bytes"
+        raise ValueError(f"{source}: {value!r} is not {what}") from None
 
 
 # longer than any wait a person means, and well inside what a lock's timeout accepts: a thread
@@ -133,9 +146,12 @@ _LONGEST_WAIT = 1e7
 
 def _options(opts: dict[str, str]):
     from synartesis.proxy.engine import EngineOptions
-    call_timeout = parse_call_timeout(opts.get("call-timeout", os.environ.get("SYNARTESIS_CALL_TIMEOUT")))
-    read_timeout = float(opts.get("read-timeout", "30"))
-    cap = int(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or 8 * 1024 * 1024)
+    call_timeout = parse_call_timeout(opts.get("call-timeout", os.environ.get("SYNARTESIS_CALL_TIMEOUT")),
+                                      "--call-timeout" if "call-timeout" in opts else "$SYNARTESIS_CALL_TIMEOUT")
+    read_timeout = _number(opts.get("read-timeout", "30"), "--read-timeout", float)
+    cap_source = "--max-snapshot-bytes" if opts.get("max-snapshot-bytes") else "$SYNARTESIS_MAX_SNAPSHOT_BYTES"
+    cap = _number(opts.get("max-snapshot-bytes") or os.environ.get("SYNARTESIS_MAX_SNAPSHOT_BYTES") or str(8 * 1024 * 1024),
+                  cap_source, int)
     if not read_timeout > 0 or cap <= 0:
         raise ValueError("the read timeout and the snapshot cap must be positive")
     read_timeout = min(read_timeout, _LONGEST_WAIT)  # `inf` or 1e10: as long as a wait can be
@@ -169,15 +185,16 @@ def main(argv: list[str], saga_hook: Any = None, bridge: Any = None) -> int:
         from synartesis.proxy.spawn import spawn_server
         try:
             popen = spawn_server(command[0], command[1:])
-        except UpstreamError as exc:
-            return _fail(str(exc), 1)
+        except UpstreamError as exc:  # a command that names nothing to run: exit 2
+            return _fail(str(exc), exc.exit_code, usage=False)
     from synartesis import log as logmod
     try:
         if "log-level" in opts:
             logmod.set_level(opts["log-level"])
         options = _options(opts)
     except ValueError as exc:
-        code = _fail(f"bad option value: {exc}", 2)
+        text = str(exc)  # one that names its option or variable needs no prefix
+        code = _fail(text if text.startswith(("--", "$")) else f"bad option value: {text}", 2)
     else:
         code = _run(opts, command, popen, options, saga_hook, bridge)
     if popen is not None and popen.poll() is None:
@@ -285,7 +302,7 @@ def _run(opts, command, popen, options, saga_hook=None, bridge=None) -> int:
     except UsageError as exc:
         return _fail(str(exc), 2)
     except UpstreamError as exc:
-        return _fail(str(exc), 1)
+        return _fail(str(exc), exc.exit_code, usage=False)
     downstream = StdioDownstream()
     engine = Engine(server, upstream, downstream.send, policy=policy, journal_path=journal_path, options=options,
                     launch=launch, policy_note=note, protected=protected, saga_hook=saga_hook)
@@ -367,6 +384,6 @@ def _serve_policy(policy, policy_path, journal_path, options, protected, saga_ho
     try:
         return engine.serve(downstream)
     except UpstreamError as exc:
-        return _fail(str(exc), 1)
+        return _fail(str(exc), exc.exit_code, usage=False)
     except Exception as exc:  # noqa: BLE001 - the last boundary: a message, never a traceback
         return _fail(str(exc), 1)

@@ -57,6 +57,25 @@ def resolve_command(command: str, env: Mapping[str, str] | None = None) -> str:
     return shutil.which(command, path=path) or command
 
 
+def start_error(command: str, exe: str, exc: BaseException) -> Exception:
+    """The error for a server ``command`` (resolved to ``exe``) that the OS would not start:
+    a :class:`ServerCommandError` (exit 2) in plain words when the command names nothing that
+    runs, else an :class:`UpstreamError` with the OS's words."""
+    import errno
+    from synartesis.errors import ServerCommandError
+    code = getattr(exc, "errno", None)
+    if code in (errno.ENOENT, errno.ENOTDIR):
+        why = ("there is no such file" if os.path.dirname(command) or exe != command
+               else "not found on PATH") + " (the server's command, after `--` or in the client's config)"
+    elif code == errno.EACCES:
+        why = f"{exe} is not executable (or a folder on its path may not be entered)"
+    elif code == errno.ENOEXEC:
+        why = f"{exe} is not a program this system can run (no #! line?)"
+    else:
+        return UpstreamError(f"could not start {command}: {exc}")
+    return ServerCommandError(f"could not start {command}: {why}")
+
+
 class SpawnedServer:
     """A server started by :func:`spawn_server`: the part of :class:`subprocess.Popen` the proxy
     uses (``pid``, ``stdin``, ``stdout``, ``stderr``, ``poll``, ``wait``, ``kill``,
@@ -130,7 +149,7 @@ def spawn_server(command: str, args: list[str]) -> Any:
     except (OSError, ValueError) as exc:
         for fd in (r_in, w_in, r_out, w_out):
             os.close(fd)
-        raise UpstreamError(f"could not start {command}: {exc}") from exc
+        raise start_error(command, exe, exc) from exc
     os.close(r_in)
     os.close(w_out)
     return SpawnedServer(pid, w_in, r_out, mark)
@@ -166,7 +185,7 @@ def popen_server(command: str, args: list[str], *, env: Mapping[str, str] | None
                                  stderr=subprocess.PIPE if capture_stderr else None, env=full_env, cwd=cwd,
                                  bufsize=0, **kwargs)
     except (OSError, ValueError) as exc:
-        raise UpstreamError(f"could not start {command}: {exc}") from exc
+        raise start_error(command, exe, exc) from exc
     popen.mark = mark  # type: ignore[attr-defined]  # its MARK_VAR value, as SpawnedServer.mark
     return popen
 

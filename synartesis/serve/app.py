@@ -344,6 +344,10 @@ class ServeApp:
             await self._json(send, 400, {"jsonrpc": "2.0", "id": None,
                                          "error": {"code": -32700, "message": "Parse error"}})
             return
+        if msg == []:  # JSON-RPC 2.0 §6: one Response object, not an array (new user round 31, 10g)
+            await self._json(send, 400, {"jsonrpc": "2.0", "id": None,
+                                         "error": {"code": -32600, "message": "Invalid Request: an empty batch"}})
+            return
         if self.draining and _starts_work(msg):
             await self._plain(send, 503, "synartesis serve is shutting down", extra=[(b"retry-after", b"5")])
             return

@@ -11,7 +11,7 @@ from pathlib import Path
 from synartesis.journal import Journal
 from synartesis.paths import JOURNAL_ENV, Env, is_journal_url, locate_journal, locate_policy, synartesis_home
 
-__all__ = ["Where", "where", "open_journal", "default_actor"]
+__all__ = ["Where", "where", "open_journal", "default_actor", "given_actor", "installed_journal_elsewhere"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,33 @@ def where(manifest: str | None = None, journal: str | None = None, env: Env | No
     else:
         source = f"the synartesis.yaml found from this folder up ({policy}): journal.db beside it"
     return Where(policy, locate_journal(env, policy, journal, named), source)
+
+
+def installed_journal_elsewhere(manifest: str | None = None, journal: str | None = None,
+                                env: Env | None = None) -> "Path | None":
+    """The journal the installed proxies write to, when this command reads another one only
+    because a ``synartesis.yaml`` was found from the working directory up (no ``--manifest``,
+    ``--journal`` or ``$SYNARTESIS_JOURNAL`` chose it) and that journal exists; else None.
+
+    The installed proxy reads ``$SYNARTESIS_HOME/synartesis.yaml`` whatever folder its client
+    starts in, so from a project folder with its own policy the terminal commands read that
+    project's journal while the agent's calls are in the home one (new user round 31, #4)."""
+    env = env or Env.current()
+    if manifest or journal or env.get(JOURNAL_ENV):
+        return None
+    home_policy = synartesis_home(env) / "synartesis.yaml"
+    here = where(None, None, env)
+    if here.policy == home_policy:
+        return None
+    installed = locate_journal(env, home_policy, None, policy_journal(home_policy))
+    if is_journal_url(installed) or installed == here.journal or not installed.exists():
+        return None
+    return installed
+
+
+def _quoted(path: object) -> str:
+    import shlex
+    return shlex.quote(str(path))
 
 
 def policy_journal(policy: Path) -> str | None:
@@ -79,7 +106,16 @@ def open_journal(manifest: str | None = None, journal: str | None = None, env: E
     try:
         return Journal.open(w.journal, create=False)
     except NoJournalError as exc:  # say the one source this command used, not every possible one
-        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}.") from None
+        other = installed_journal_elsewhere(manifest, journal, env)
+        also = f" The installed proxies write to {other} (add --journal {_quoted(other)} to read that one)." if other else ""
+        raise NoJournalError(f"{exc.message}. This command took that location from {w.source}.{also}") from None
+
+
+def given_actor(by: str | None) -> str | None:
+    """A ``--by`` value as the commands take it: an empty or blank one is none given (so
+    ``approve --by ""`` records the OS user and ``history --by ""`` filters on nobody; new user
+    round 31, 9f); any other, without surrounding blanks."""
+    return by.strip() if by is not None and by.strip() else None
 
 
 def default_actor(journal: object = None) -> str:

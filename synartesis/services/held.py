@@ -130,6 +130,9 @@ def preview_held(j: Journal, actions: list[ActionRow], policy: Policy | None, *,
             p.note = "there is no policy, so there is no pre-read to show the current state with"
             continue
         rule = policy.rule_for(p.action.server, p.action.tool, p.args)
+        if not rule.matched:  # no rule at all: "its rule" named one (new user round 31, 9e)
+            p.note = "no rule of the policy covers this tool, so there is no pre-read to show the current state with"
+            continue
         if rule.snapshot is None:
             p.note = "its rule has no pre-read, so the current state cannot be shown"
             continue

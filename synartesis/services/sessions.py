@@ -49,7 +49,13 @@ class SessionView:
 
     @property
     def who(self) -> str:
-        return self.session.name or self.session.client or "an agent"
+        """The agent as lists show it: its client (``clientInfo.name``), with the session's
+        ``SYNARTESIS_SESSION`` name beside it: ``claude-code (review-42)`` (new user round 31,
+        9h: the name stood in the client's place)."""
+        s = self.session
+        if s.name and s.client and s.name != s.client:
+            return f"{s.client} ({s.name})"
+        return s.name or s.client or "an agent"
 
     def count(self, key: str) -> int:
         if key == "unknown":

@@ -32,3 +32,27 @@ def test_prune_help_says_what_older_than_0_means(tmp_path):
     env = {**os.environ, "COLUMNS": "200", "HOME": str(tmp_path)}
     out = cli("prune", "--help", env=env).stdout
     assert "0: every run prune may delete" in out, out
+
+
+def test_no_help_text_carries_an_internal_note(tmp_path):
+    """`console --help` showed "(new user round 11: `console` said "No such command")", a note
+    for the project's own history (new user round 31, 9a). No command's help (docstring, option
+    and argument help) may name a round, a review or an issue."""
+    import typer
+
+    from synartesis.cli import app as cli_app
+    cli_app._load_commands([])
+    cli_app._reflow_help(cli_app.app)
+    root = typer.main.get_command(cli_app.app)
+    internal = re.compile(r"new user|round \d|review \d|adversarial|issue \d|\bF\d+\b", re.I)
+    found = []
+
+    def walk(cmd, path):
+        texts = [cmd.help or "", cmd.short_help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]
+        found.extend(f"{' '.join(path)}: {t}" for t in texts if internal.search(t))
+        for name, sub in (getattr(cmd, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+    walk(root, ["synartesis"])
+    assert found == [], found
+    from synartesis.proxy.main import USAGE
+    assert not internal.search(USAGE), USAGE

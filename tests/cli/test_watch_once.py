@@ -47,3 +47,15 @@ def test_watch_names_the_journal_in_its_approve_command(tmp_path, fs_server):
     assert out.returncode == 0, out.stdout + out.stderr
     line = next(ln for ln in out.stdout.splitlines() if ln.startswith("held "))
     assert re.search(r"approve [0-9a-f]{8} --journal \S+", line), line
+
+
+def test_watch_once_with_no_journal_is_a_configuration_error_as_for_the_other_commands(tmp_path):
+    """A new user's round 31, 10a: `watch --once` (and piped `watch`) found no journal and
+    exited 0, where gates, undo, history and list exit 2, as the README says of watch too."""
+    jp = tmp_path / "none.db"
+    for args in (["watch", "--once"], ["watch"]):  # piped: one frame
+        res = cli(*args, "--journal", str(jp))
+        assert res.returncode == 2, (args, res.returncode, res.stdout, res.stderr)
+        assert f"no journal at {jp} yet" in res.stderr and "Traceback" not in res.stderr, res.stderr
+        assert "--journal" in res.stderr, res.stderr  # where it took the location from
+    assert not jp.exists()

@@ -52,6 +52,11 @@ def test_demo_runs_the_whole_loop_and_exits_0(tmp_path: Path) -> None:
     assert "--journal " in gates_line, gates_line
     # The temporary folder is removed afterwards.
     assert not list(tmp_path.glob("synartesis-demo-*"))
+    # and it says so, first and last: the commands it printed name that folder (new user round
+    # 31, #11: they were copyable, then the folder was gone without a word)
+    folder = next(ln for ln in out.splitlines() if ln.startswith("Demo folder: "))
+    assert "deleted when the demo ends (--keep keeps it)" in folder, folder
+    assert "The demo folder was deleted, so the commands above that name it no longer work" in out, out[-600:]
 
 
 def test_demo_fails_when_a_step_does_not_behave(tmp_path: Path,

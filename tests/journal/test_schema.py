@@ -196,3 +196,24 @@ def test_the_cli_reads_a_schema_1_journal(tmp_path):
     history = cli("history", "--journal", str(path))
     assert history.returncode == 0, history.stderr
     assert "undo of run" in history.stdout and "denied by bo" in history.stdout
+
+
+def test_a_home_holding_the_policy_cache_is_tightened_too(tmp_path):
+    """~/.synartesis holds the compiled policy cache (policy-<hash>.json) beside the journal:
+    `list` and `undo` tighten that folder as `status` and `install` do (new user round 31, 10e)."""
+    home = tmp_path / "home"
+    j = Journal.open(home / "journal.db", create=True)
+    j.close()
+    for name in ("synartesis.yaml", "installed.json", "policy-97847c82f33d2ed3.json", "serve-token", "desktop.json"):
+        (home / name).write_text("{}")
+    for name in ("backups", "oauth", "spool"):
+        (home / name).mkdir()
+    os.chmod(home, 0o755)
+    again = Journal.open(home / "journal.db")
+    assert os.stat(home).st_mode & 0o777 == 0o700
+    assert any("now 0700" in w for w in again.warnings)
+    again.close()
+    os.chmod(home, 0o755)
+    (home / "policy-notahash.json").write_text("{}")  # not a name synartesis writes: not ours
+    Journal.open(home / "journal.db").close()
+    assert os.stat(home).st_mode & 0o777 == 0o755

@@ -9,6 +9,8 @@ import json
 import os
 import time
 
+import pytest
+
 from helpers import FAKE_POLICY, FAKE_SERVER, RawSession, cli, files_proxy, kv_proxy, open_journal, proxy_argv
 
 POLICY = FAKE_POLICY + """  - match: "kv.env"
@@ -126,6 +128,33 @@ def test_a_bad_call_timeout_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and b"call timeout" in done.stderr
 
 
+
+@pytest.mark.parametrize("flag, value, says", [
+    ("--call-timeout", "abc", "--call-timeout: 'abc' is not a number of seconds"),
+    ("--read-timeout", "soon", "--read-timeout: 'soon' is not a number of seconds"),
+    ("--max-snapshot-bytes", "8M", "--max-snapshot-bytes: '8M' is not a whole number of bytes"),
+])
+def test_an_option_value_that_is_not_a_number_names_the_option(tmp_path, flag, value, says):
+    """`--call-timeout abc` said "could not convert string to float: 'abc'", Python's words,
+    naming no option (new user round 31, 9d)."""
+    manifest, journal, store, argv = _kv(tmp_path)
+    bad = [*argv[:argv.index("--")], flag, value, *argv[argv.index("--"):]]
+    import subprocess
+    done = subprocess.run(bad, input="", capture_output=True, timeout=30, text=True)
+    assert done.returncode == 2, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"synartesis: {says}"), first
+    assert "could not convert" not in done.stderr and "invalid literal" not in done.stderr, done.stderr
+
+
+def test_a_call_timeout_in_the_environment_that_is_not_a_number_names_the_variable(tmp_path):
+    manifest, journal, store, argv = _kv(tmp_path)
+    import subprocess
+    done = subprocess.run(argv, input="", capture_output=True, timeout=30, text=True,
+                          env={**os.environ, "SYNARTESIS_CALL_TIMEOUT": "ten"})
+    assert done.returncode == 2 and "$SYNARTESIS_CALL_TIMEOUT: 'ten' is not a number of seconds" in done.stderr, done.stderr
+
+
 def test_a_call_that_is_not_json_rpc_2_is_answered_at_once_and_never_sent(tmp_path, fs_server):
     """Adversarial review 16, F7: NaN in the arguments, an id of NaN or 1e400, a byte order
     mark, no "jsonrpc": Python's reader took them, so the call was journalled and sent; the
@@ -197,11 +226,11 @@ def test_a_batch_with_an_element_that_is_not_an_object_is_refused_and_never_sent
     """Adversarial review 17, F6: `[]`, `[ ]` and `[[{tools/call}]]` were forwarded raw and never
     answered: a tools/call nested in an array reached the server unjournalled, and a real server
     dropped the frame, so the client waited for ever. Every such batch is answered (an empty
-    one once, each element that is not an object with id null, each request under its own id,
+    one with a single error object, as JSON-RPC 2.0 answers it, not an array; each element that is not an object with id null, each request under its own id,
     a fractional id included) and none of it is sent."""
     manifest, journal, state, argv = kv_proxy(tmp_path, seed={"k": "old"})
     put = '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"put","arguments":{"key":"k","value":"x"}}}'
-    cases = [("[]", [None]), ("[ \t ]", [None]), ("[[" + put + "]]", [None]),
+    cases = [("[]", None), ("[ \t ]", None), ("[[" + put + "]]", [None]),
              ('[[' + put + '],{"jsonrpc":"2.0","id":11,"method":"ping"}]', [None, 11]),
              ('[{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"get","arguments":{"key":"k"}}}]', [1.5])]
     with RawSession(argv, env={**os.environ, "FAKE_LOG": str(tmp_path / "calls.log")}) as s:
@@ -209,9 +238,21 @@ def test_a_batch_with_an_element_that_is_not_an_object_is_refused_and_never_sent
         for text, ids in cases:
             s.send(text.encode())
             reply = json.loads(s.read_line(timeout=10))
-            assert isinstance(reply, list) and [r["id"] for r in reply] == ids, (text[:40], reply)
+            if ids is None:  # an empty batch: one error object, not an array (JSON-RPC 2.0 §6; round 31, 10g)
+                assert isinstance(reply, dict) and reply["id"] is None, (text, reply)
+                reply = [reply]
+            else:
+                assert isinstance(reply, list) and [r["id"] for r in reply] == ids, (text[:40], reply)
             assert all(r["error"]["code"] == -32600 for r in reply)
         assert s.request(20, "ping", timeout=10)["result"] == {}
         s.close()
     assert json.loads(state.read_text()) == {"k": "old"}
     assert not (tmp_path / "calls.log").exists() or "put" not in (tmp_path / "calls.log").read_text()
+
+
+def test_an_empty_batch_is_answered_with_one_object_in_the_several_servers_form_too():
+    """JSON-RPC 2.0 §6: `[]` is answered with a single error object (new user round 31, 10g)."""
+    from synartesis.proxy.engine import batch_refusal
+    for why in (None, "synartesis: batches are not supported when several servers share one proxy"):
+        reply = batch_refusal([], why)
+        assert isinstance(reply, dict) and reply["id"] is None and reply["error"]["code"] == -32600, reply

@@ -157,6 +157,21 @@ def test_a_session_opens_at_initialize_answers_over_sse_and_ends_with_delete(ser
     assert post(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, session=sid).status_code == 404
 
 
+def test_an_empty_batch_is_answered_with_one_error_object_and_nothing_is_forwarded(served):
+    """JSON-RPC 2.0 §6: an empty array is answered with a single Response object, not an array
+    (new user round 31, 10g); it was fed to the session, its answer lost on the GET stream."""
+    base, backend, _ = served
+    url = base + "/servers/ev/mcp"
+    sid = post(url, INIT).headers["mcp-session-id"]
+    fed = len(backend.fed)
+    for session in (sid, None):
+        r = post(url, b"[ ]", session=session)
+        assert r.status_code == 400 and r.headers["content-type"].startswith("application/json"), (r.status_code, r.text)
+        body = r.json()
+        assert isinstance(body, dict) and body["id"] is None and body["error"]["code"] == -32600, body
+    assert len(backend.fed) == fed
+
+
 def test_the_sdk_http_client_works_against_serve_with_sampling(served):
     base, _, _ = served
 

@@ -1,0 +1,28 @@
+"""A new user's round 31, 9f: `approve --by ""` recorded the OS user, while `history --by ""`
+filtered on the empty name and said "nothing was undone, redone, approved or denied". An empty
+(or blank) `--by` is the same as none everywhere: decisions and undos record the OS user,
+`history` shows everyone's. Real proxy, fake kv server."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from helpers import RawSession, cli, kv_proxy
+
+
+def test_an_empty_by_means_the_os_user_when_deciding_and_no_filter_in_history(tmp_path):
+    manifest, journal, state, argv = kv_proxy(tmp_path)
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, "delete", {"key": "k0"}).get("isError")  # no rule: held
+    env = {**os.environ, "USER": "round31"}
+    flags = ["--journal", str(journal), "--manifest", str(manifest)]
+    approved = cli("approve", "--all", "--by", " ", "--no-read", *flags, env=env)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    (entry,) = json.loads(cli("history", "--json", *flags, env=env).stdout)
+    assert entry["kind"] == "approved" and entry["by"] == "round31", entry
+    for blank in ("", "  "):
+        listed = cli("history", "--by", blank, *flags, env=env)
+        assert listed.returncode == 0 and "approved by round31" in listed.stdout, (blank, listed.stdout)
+        assert json.loads(cli("history", "--by", blank, "--json", *flags, env=env).stdout) == [entry]
