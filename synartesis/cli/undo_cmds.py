@@ -264,7 +264,8 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                     # again (a new user's round 19, #3): its run is what to undo first
                     out.print(f"    2. undo the other run named above first, then run `synartesis undo {shown(tid)}` again;")
                 else:
-                    out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)} --replan`;")
+                    # the next undo reads it again (a halt does not stick: new user round 31, #1)
+                    out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)}` again;")
                 out.print(f"    3. `synartesis undo {shown(tid)} --force` to see what would be overwritten, then `--force --yes` "
                           "to overwrite it.")
     if report.left_in_place:
@@ -306,8 +307,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
 
 #: halts whose resource is readable and not as expected: the three ways on (leave it, put it
 #: back and run again, --force) fit them
-_DRIFT_HALTS = frozenset({"drift detected", "halted here on an earlier attempt",
-                          "the inverse did not restore the captured state"})
+_DRIFT_HALTS = frozenset({"drift detected", "the inverse did not restore the captured state"})
 
 
 def _unknown_ways(out: _Report, report: UndoReport, h, tid: str, redo: bool) -> None:

@@ -14,8 +14,13 @@ journal-wide order) and, per action:
   keeps its status, and an undo that reverted nothing says so (issue 10 items 2, 4).
 
 Halts found from statuses alone are not written to the journal, so a repeated undo halts at
-the same place with the same words. Every real attempt is recorded (who, when, each step) and
-chained in the event log of each run it touched.
+the same place with the same words. A halt on what a read showed (drift, an inverse that did not
+restore, a read that failed) marks its action ``unrecoverable`` (``show`` says ``halted``, prune
+keeps the run) but does not stick: the next undo reads the resource again and goes on if the
+world is now as the run left it (a new user's round 31, #1: after the halt said "undo the other
+run first" and they did, the same undo halted "here on an earlier attempt" without reading).
+Every real attempt is recorded (who, when, each step) and chained in the event log of each run
+it touched.
 
 The walk needs servers only through a :class:`~synartesis.undo.servers.ServerPool`: the CLI's
 starts them from the runs' launch lines; saga mode passes the proxy's own connection
@@ -255,15 +260,6 @@ class _Loads:
 
 
 _READ_FAILED = "could not read current state to check for drift"
-
-
-def _sticky_halt(a: ActionRow) -> bool:
-    """Does an earlier undo's halt on ``a`` stand until ``--replan`` (or ``--force``)? A halt on
-    what the read showed (drift, an inverse that did not restore) does: the world must be looked
-    at. One on a read that failed (the server did not start, a variable was missing) does not:
-    the next undo reads again (a new user's round 17, #4: fixed, it still said "halted here on an
-    earlier attempt")."""
-    return a.status == "unrecoverable" and bool(a.inverse_ref) and not (a.note or "").startswith(_READ_FAILED)
 
 
 def later_than(b: ActionRow, a: ActionRow) -> bool:
@@ -679,8 +675,6 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
             inv, _ = _unknown_plan(j, a, opts.policy, load(a.snapshot_ref) if a.prior == "captured" else None)
             needed.update((a.run_id, c["server"]) for c in inv or [])
             continue
-        if _sticky_halt(a) and not (opts.replan or opts.force):
-            break
         for call in (load(a.inverse_ref) or []):
             needed.add((a.run_id, call["server"]))
         verify = load(a.verify_ref)
@@ -1141,10 +1135,6 @@ class _Walk:
             return Step(a.seq, a.id, q, "halt", _unknown_why(a) + ", so whether it applied cannot be determined",
                         detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
                         "action (leaving whatever it did) and undoes the older ones.")
-        if _sticky_halt(a) and not (opts.replan or opts.force):
-            return Step(a.seq, a.id, q, "halt", "halted here on an earlier attempt",
-                        detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")
-                        + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
         return None
 
     def server_still_running(self, a: ActionRow) -> tuple[int, bool] | None:
