@@ -41,7 +41,7 @@ from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on
 from synartesis.journal.blobs import DamagedPayload
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
-from synartesis.policy.refs import RefError, resolve_template
+from synartesis.policy.refs import RefError, references, resolve_template
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.proxy.pipeline import resolve_call
 from synartesis.proxy.spawn import MARK_VAR
@@ -362,8 +362,13 @@ def replan_action(j: Journal, a: ActionRow, policy: Policy, result: Any = ...) -
         scope["result"] = payload(raw)
     if a.prior == "captured":
         scope["snapshot"] = j.get_json(a.snapshot_ref)
+    # nothing existed before the call (an approved creation), and the rule's inverse puts back
+    # the state before it: no inverse, as the proxy recorded it (its note says so) and as a plain
+    # undo leaves it in place (a new user's round 31, #2: "$snapshot.content refers to $snapshot",
+    # and the older steps were never undone)
+    absent = a.prior == "absent" and any(ns == "snapshot" for c in rule.inverse for _, ns in references(c.args))
     try:
-        inverse = [resolve_call(c, scope) for c in rule.inverse] or None
+        inverse = None if absent else [resolve_call(c, scope) for c in rule.inverse] or None
         read = rule.snapshot or rule.verify
         verify = None
         if read is not None:
