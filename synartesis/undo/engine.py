@@ -449,13 +449,18 @@ def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | N
     return test
 
 
-def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str, others_only: bool = False) -> str:
+def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str, others_only: bool = False,
+                  expected: Any = None, read: dict | None = None) -> str:
     """A detail line naming writes to ``a``'s resource that an undo reverted after ``since`` (an
     ISO time: when ``a`` was last applied, for an undo; when it was undone, for a redo), each as
     ``run:seq tool of session S``; ``""`` when there are none (a new user's round 19, #6 and
     round 22, #5: a drift left by another session's undo named nothing but the two states).
     ``runs``: the walk's runs by id (others are looked up); ``others_only``: name none of them
-    (a redo: what the undo it takes back reverted there, it redoes itself)."""
+    (a redo: what the undo it takes back reverted there, it redoes itself). ``expected``: the
+    state the halted step expected (``read``: its read, for an unordered answer); given, the line
+    says what each such undo put back as its captured state tells: exactly that state (so the
+    change came after it) or an older one over it (a new user's round 31, #9b: "put back an older
+    state over what is expected here" of an undo that put back exactly the expected value)."""
     run = runs.get(a.run_id)
     if run is None:
         return ""
@@ -464,7 +469,7 @@ def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str,
         if not found:
             return ""
         same = same_resource(j, run, a)
-        named = []
+        named: list[tuple[str, bool | None]] = []  # (name, put back exactly ``expected``: None when not known)
         for b in found:
             b_run = runs.get(b.run_id)
             if b_run is None:
@@ -473,14 +478,31 @@ def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str,
                 except UsageError:
                     b_run = None
             if same(b_run, b):
-                named.append(f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
-                             if b_run is not None and b_run.session_id else ""))
-    except JournalError:
+                name = f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
+                                                                   if b_run is not None and b_run.session_id else "")
+                back = None
+                if expected is not None and b.prior in ("captured", "absent"):
+                    put = prior_state(b, j.get_json(b.snapshot_ref) if b.prior == "captured" else None)
+                    back = put is not None and _same(put, expected, read)
+                named.append((name, back))
+    except (JournalError, DamagedPayload):
         return ""
+    named = named[-5:]
     if not named:
         return ""
-    return (f"\n  reverted since by an undo: {', '.join(named[-5:])}; that undo put back an older state over "
-            "what is expected here")
+    exact = [n for n, back in named if back]
+    over = [(n, back) for n, back in named if not back]
+    if not over:
+        one = len(exact) == 1
+        return (f"\n  reverted since by an undo: {', '.join(exact)}; {'that undo' if one else 'those undos'} put back "
+                f"exactly the state expected here, so what is there now was written after {'it' if one else 'them'}")
+    known = any(back is False for _, back in over) or expected is None
+    line = (f"\n  reverted since by an undo: {', '.join(n for n, _ in over)}; that undo "
+            + ("put back an older state over what is expected here" if known else
+               "may have put back an older state over what is expected here (what it put back was not captured)"))
+    if exact:
+        line += f" ({', '.join(exact)}, reverted too, put back exactly the state expected here)"
+    return line
 
 
 class OtherRuns:
@@ -1282,7 +1304,7 @@ class _Walk:
                 detail = ((f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                            + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
                            f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
-                          + self.elsewhere_note(a) + self.reverted_note(a))
+                          + self.elsewhere_note(a) + self.reverted_note(a, post, verify))
                 if unknown:  # neither before nor after the call: nothing tells what happened; left as it is
                     if opts.force:
                         return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, post))
@@ -1520,9 +1542,9 @@ class _Walk:
         return (f"\n  changed after it by {self.others.who(found)}: {names}; overwriting it (--force --yes) also removes "
                 f"what {did} did")
 
-    def reverted_note(self, a: ActionRow) -> str:
-        """:func:`reverted_note` since ``a`` was last applied."""
-        return reverted_note(self.j, self.runs, a, self._applied_since(a))
+    def reverted_note(self, a: ActionRow, expected: Any = None, read: dict | None = None) -> str:
+        """:func:`reverted_note` since ``a`` was last applied (``expected``: the state its step expected)."""
+        return reverted_note(self.j, self.runs, a, self._applied_since(a), expected=expected, read=read)
 
     def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:
         """Settle an ``unknown`` action whose post-state cannot be computed (the policy declares
