@@ -113,6 +113,10 @@ def _look_instead(argv: list[str]) -> str | None:
     return None
 
 
+# the form that works, for an option whose value a user is likely to leave out
+_VALUE_HINTS = {("undo", "--only"): "to undo one action: `synartesis undo RUN --only SEQ` (or `synartesis undo RUN:SEQ`)"}
+
+
 def _value_is_an_option(argv: list[str]) -> str | None:
     """The line for an option that takes a value followed by another of its command's options
     (``undo RUN --only --dry-run``: click takes ``--dry-run`` as the seq and says "Input should
@@ -133,7 +137,9 @@ def _value_is_an_option(argv: list[str]) -> str | None:
         if flag in takes and after in names:
             p = takes[flag]
             shown = p.metavar or _METAVARS.get(flag, flag.lstrip("-").upper().replace("-", "_"))
-            return f"{flag} needs a value ({shown}), and what follows it is the option {after}"
+            hint = _VALUE_HINTS.get((words[0], flag))
+            return (f"{flag} needs a value ({shown}), and what follows it is the option {after}"
+                    + (f"; {hint}" if hint else ""))
     return None
 
 

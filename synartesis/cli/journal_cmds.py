@@ -113,8 +113,8 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
             out.print(f"       approval used by {shown(view.carriers.get(row.used_by, row.used_by[:8]))}")
         if row.status == "unrecoverable":  # the journal's word; --json keeps it (new user round 10, #4)
             out.print("       halted: an undo stopped at this call without confirming it was reverted, so what it "
-                      "did may still be in effect (the note says why); `synartesis undo --replan` checks it again (a plain undo "
-                      "halts here at once)")
+                      "did may still be in effect (the note says why); `synartesis undo` reads it again and goes on if it "
+                      "is now as the run left it")
         if row.note:
             # a drift note's expected/actual lines keep their indentation, under the note's text
             lines = row.note.split("\n")

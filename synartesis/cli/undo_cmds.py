@@ -13,7 +13,7 @@ from rich.markup import escape
 from synartesis.cli.app import StdoutClosed, app
 from synartesis.cli.common import (run_line, JournalOpt, JsonOpt, ManifestOpt, console, journal_for, journal_named,
                                     print_json, printable, shorten, shown)
-from synartesis.errors import PolicyError
+from synartesis.errors import PolicyError, UsageError
 from synartesis.policy import Policy, load_policy
 from synartesis.services.context import default_actor, given_actor, where
 from synartesis.undo import UndoOptions, UndoReport, live_check, undo_run
@@ -31,10 +31,71 @@ def _policy(manifest: Optional[str]) -> Policy | None:
     return load_policy(path)  # a malformed policy is a configuration error (exit 2)
 
 
+#: ``RUN:SEQ`` as ``show`` prints a session's actions: a run id (or prefix) and a seq
+_RUN_SEQ = re.compile(r"([0-9a-fA-F][0-9a-fA-F-]*):(.*)", re.S)
+_RUN_ONLY = "`synartesis undo RUN --only SEQ`"
+
+
+def _seq(text: str, what: str, run: str | None) -> int:
+    """The seq in ``text`` (a whole number), else a usage error (``what`` says where it was
+    given) naming ``undo RUN --only SEQ``."""
+    if text.isascii() and text.isdigit():
+        return int(text)
+    form = f"`synartesis undo {run} --only SEQ`" if run else _RUN_ONLY
+    hint = " (an option right after --only is taken as its value)" if text.startswith("-") else ""
+    raise UsageError(f"{what} takes a seq of the run (a whole number, or RUN:SEQ as `show` prints it), not "
+                     f"{text!r}{hint}: {form}")
+
+
+def _run_and_only(j, target: Optional[str], only: Optional[str], to: Optional[int]) -> tuple[Optional[str], Optional[int]]:
+    """(target, --only seq) with ``RUN:SEQ`` (as ``show`` prints it) taken as ``RUN --only SEQ``,
+    in the target or in ``--only`` (a new user's round 31, #9c: "'8f92f9fe:2' is not a run id",
+    and `--only 8f92f9fe:2` "Input should be a valid integer"). A target that is a session's
+    ``SYNARTESIS_SESSION`` name is left as it is.
+
+    Raises:
+        UsageError: a seq that is not a whole number, a seq given twice, ``RUN:SEQ`` with
+            ``--to``, or ``--only RUN:SEQ`` naming another run than the target.
+    """
+    m = _RUN_SEQ.fullmatch(target or "")
+    if m is not None and target is not None and not target.lower().startswith("s-"):
+        try:
+            j.find_session(target)
+            m = None  # a session named so
+        except UsageError:
+            pass
+    if m is not None:
+        run = m.group(1)
+        if not (m.group(2).isascii() and m.group(2).isdigit()):
+            raise UsageError(f"{target!r}: after the run id comes a seq (a whole number: RUN:SEQ, as `show` prints "
+                             f"it), not {m.group(2)!r}: `synartesis undo {run} --only SEQ`")
+        seq = int(m.group(2))
+        if only is not None:
+            raise UsageError(f"{target} names seq {seq} already; give the seq once: `synartesis undo {run} --only {seq}`")
+        if to is not None:
+            raise UsageError(f"{target} names one seq and --to a range of them; seq {seq} alone: "
+                             f"`synartesis undo {run} --only {seq}`; {to} and up: `synartesis undo {run} --to {to}`")
+        return run, seq
+    if only is None:
+        return target, None
+    m = _RUN_SEQ.fullmatch(only)
+    if m is None:
+        return target, _seq(only, "--only", target if target and not target.lower().startswith("s-") else None)
+    run = m.group(1)
+    if not (m.group(2).isascii() and m.group(2).isdigit()):
+        raise UsageError(f"--only {only!r}: after the run id comes a seq (a whole number: RUN:SEQ, as `show` prints "
+                         f"it), not {m.group(2)!r}: `synartesis undo {run} --only SEQ`")
+    seq = int(m.group(2))
+    if target is not None and not (target.lower().startswith(run.lower()) or run.lower().startswith(target.lower())):
+        raise UsageError(f"--only {only} names run {run}, and the target is {target}; name the run once: "
+                         f"`synartesis undo {run} --only {seq}`")
+    return (target if target is not None and len(target) > len(run) else run), seq
+
+
 @app.command("undo")
-def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: the newest session with something to undo)."),
+def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: the newest session with something to undo); RUN:SEQ, as `show` prints it, is RUN --only SEQ."),
              to: Optional[int] = typer.Option(None, "--to", help="Undo a run down to this seq only (newer actions first).", metavar="SEQ"),
-             only: Optional[int] = typer.Option(None, "--only", help="Undo this one seq of the run.", metavar="SEQ"),
+             only: Optional[str] = typer.Option(None, "--only", help="Undo this one seq of the run (SEQ, or RUN:SEQ as `show` prints it).", metavar="SEQ"),
              dry_run: bool = typer.Option(False, "--dry-run", help="Show the real plan (reads current state); send and write nothing."),
              replan: bool = typer.Option(False, "--replan", help="Rebuild inverses and reads from the current policy using the captured state."),
              force: bool = typer.Option(False, "--force", help="Undo a live run / list what would be overwritten despite drift; with --yes, do it."),
@@ -46,8 +107,9 @@ def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     if to is not None and only is not None:
         raise typer.BadParameter("--to and --only do not go together", param_hint="--only")
     opts = _options(target, manifest, dry_run=dry_run, replan=replan, force=force, yes=yes, by=by, journal=journal)
-    opts.to, opts.only = to, only
     with journal_for(manifest, journal) as j:
+        opts.run, opts.only = _run_and_only(j, target, only, to)
+        opts.to = to
         report = undo_run(j, opts)
         jpath = j.path
     if as_json:
@@ -269,7 +331,8 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
                     # again (a new user's round 19, #3): its run is what to undo first
                     out.print(f"    2. undo the other run named above first, then run `synartesis undo {shown(tid)}` again;")
                 else:
-                    out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)} --replan`;")
+                    # the next undo reads it again (a halt does not stick: new user round 31, #1)
+                    out.print(f"    2. put the resource back the way the run left it, then run `synartesis undo {shown(tid)}` again;")
                 out.print(f"    3. `synartesis undo {shown(tid)} --force` to see what would be overwritten, then `--force --yes` "
                           "to overwrite it.")
     if report.left_in_place:
@@ -311,8 +374,7 @@ def _render_undo(out: _Report, report: UndoReport) -> None:
 
 #: halts whose resource is readable and not as expected: the three ways on (leave it, put it
 #: back and run again, --force) fit them
-_DRIFT_HALTS = frozenset({"drift detected", "halted here on an earlier attempt",
-                          "the inverse did not restore the captured state"})
+_DRIFT_HALTS = frozenset({"drift detected", "the inverse did not restore the captured state"})
 
 
 def _unknown_ways(out: _Report, report: UndoReport, h, tid: str, redo: bool) -> None:

@@ -14,8 +14,13 @@ journal-wide order) and, per action:
   keeps its status, and an undo that reverted nothing says so (issue 10 items 2, 4).
 
 Halts found from statuses alone are not written to the journal, so a repeated undo halts at
-the same place with the same words. Every real attempt is recorded (who, when, each step) and
-chained in the event log of each run it touched.
+the same place with the same words. A halt on what a read showed (drift, an inverse that did not
+restore, a read that failed) marks its action ``unrecoverable`` (``show`` says ``halted``, prune
+keeps the run) but does not stick: the next undo reads the resource again and goes on if the
+world is now as the run left it (a new user's round 31, #1: after the halt said "undo the other
+run first" and they did, the same undo halted "here on an earlier attempt" without reading).
+Every real attempt is recorded (who, when, each step) and chained in the event log of each run
+it touched.
 
 The walk needs servers only through a :class:`~synartesis.undo.servers.ServerPool`: the CLI's
 starts them from the runs' launch lines; saga mode passes the proxy's own connection
@@ -36,7 +41,7 @@ from synartesis.journal.rows import ACTS_ON_NOTHING, NOTHING_TO_RESTORE, acts_on
 from synartesis.journal.blobs import DamagedPayload
 from synartesis.journal.attempts import Attempt
 from synartesis.policy.model import Policy
-from synartesis.policy.refs import RefError, resolve_template
+from synartesis.policy.refs import RefError, references, resolve_template
 from synartesis.proxy.payload import error_text, is_error, payload
 from synartesis.proxy.pipeline import resolve_call
 from synartesis.proxy.spawn import MARK_VAR
@@ -257,15 +262,6 @@ class _Loads:
 _READ_FAILED = "could not read current state to check for drift"
 
 
-def _sticky_halt(a: ActionRow) -> bool:
-    """Does an earlier undo's halt on ``a`` stand until ``--replan`` (or ``--force``)? A halt on
-    what the read showed (drift, an inverse that did not restore) does: the world must be looked
-    at. One on a read that failed (the server did not start, a variable was missing) does not:
-    the next undo reads again (a new user's round 17, #4: fixed, it still said "halted here on an
-    earlier attempt")."""
-    return a.status == "unrecoverable" and bool(a.inverse_ref) and not (a.note or "").startswith(_READ_FAILED)
-
-
 def later_than(b: ActionRow, a: ActionRow) -> bool:
     """Is ``b`` after ``a`` in the journal-wide order (``gseq``)? An order the journal cannot
     tell (a ``gseq`` edited by hand to NULL or text, which ``audit`` reports) counts as later:
@@ -366,8 +362,13 @@ def replan_action(j: Journal, a: ActionRow, policy: Policy, result: Any = ...) -
         scope["result"] = payload(raw)
     if a.prior == "captured":
         scope["snapshot"] = j.get_json(a.snapshot_ref)
+    # nothing existed before the call (an approved creation), and the rule's inverse puts back
+    # the state before it: no inverse, as the proxy recorded it (its note says so) and as a plain
+    # undo leaves it in place (a new user's round 31, #2: "$snapshot.content refers to $snapshot",
+    # and the older steps were never undone)
+    absent = a.prior == "absent" and any(ns == "snapshot" for c in rule.inverse for _, ns in references(c.args))
     try:
-        inverse = [resolve_call(c, scope) for c in rule.inverse] or None
+        inverse = None if absent else [resolve_call(c, scope) for c in rule.inverse] or None
         read = rule.snapshot or rule.verify
         verify = None
         if read is not None:
@@ -448,13 +449,18 @@ def same_resource(j: Journal, run: RunRow, a: ActionRow) -> Callable[[RunRow | N
     return test
 
 
-def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str, others_only: bool = False) -> str:
+def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str, others_only: bool = False,
+                  expected: Any = None, read: dict | None = None) -> str:
     """A detail line naming writes to ``a``'s resource that an undo reverted after ``since`` (an
     ISO time: when ``a`` was last applied, for an undo; when it was undone, for a redo), each as
     ``run:seq tool of session S``; ``""`` when there are none (a new user's round 19, #6 and
     round 22, #5: a drift left by another session's undo named nothing but the two states).
     ``runs``: the walk's runs by id (others are looked up); ``others_only``: name none of them
-    (a redo: what the undo it takes back reverted there, it redoes itself)."""
+    (a redo: what the undo it takes back reverted there, it redoes itself). ``expected``: the
+    state the halted step expected (``read``: its read, for an unordered answer); given, the line
+    says what each such undo put back as its captured state tells: exactly that state (so the
+    change came after it) or an older one over it (a new user's round 31, #9b: "put back an older
+    state over what is expected here" of an undo that put back exactly the expected value)."""
     run = runs.get(a.run_id)
     if run is None:
         return ""
@@ -463,7 +469,7 @@ def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str,
         if not found:
             return ""
         same = same_resource(j, run, a)
-        named = []
+        named: list[tuple[str, bool | None]] = []  # (name, put back exactly ``expected``: None when not known)
         for b in found:
             b_run = runs.get(b.run_id)
             if b_run is None:
@@ -472,14 +478,31 @@ def reverted_note(j: Journal, runs: dict[str, RunRow], a: ActionRow, since: str,
                 except UsageError:
                     b_run = None
             if same(b_run, b):
-                named.append(f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
-                             if b_run is not None and b_run.session_id else ""))
-    except JournalError:
+                name = f"{b.run_id[:8]}:{b.seq} {b.qualified}" + (f" of session {b_run.session_id[:10]}"
+                                                                   if b_run is not None and b_run.session_id else "")
+                back = None
+                if expected is not None and b.prior in ("captured", "absent"):
+                    put = prior_state(b, j.get_json(b.snapshot_ref) if b.prior == "captured" else None)
+                    back = put is not None and _same(put, expected, read)
+                named.append((name, back))
+    except (JournalError, DamagedPayload):
         return ""
+    named = named[-5:]
     if not named:
         return ""
-    return (f"\n  reverted since by an undo: {', '.join(named[-5:])}; that undo put back an older state over "
-            "what is expected here")
+    exact = [n for n, back in named if back]
+    over = [(n, back) for n, back in named if not back]
+    if not over:
+        one = len(exact) == 1
+        return (f"\n  reverted since by an undo: {', '.join(exact)}; {'that undo' if one else 'those undos'} put back "
+                f"exactly the state expected here, so what is there now was written after {'it' if one else 'them'}")
+    known = any(back is False for _, back in over) or expected is None
+    line = (f"\n  reverted since by an undo: {', '.join(n for n, _ in over)}; that undo "
+            + ("put back an older state over what is expected here" if known else
+               "may have put back an older state over what is expected here (what it put back was not captured)"))
+    if exact:
+        line += f" ({', '.join(exact)}, reverted too, put back exactly the state expected here)"
+    return line
 
 
 class OtherRuns:
@@ -679,8 +702,6 @@ def undo_target(j: Journal, target: Target, opts: UndoOptions, servers: ServerPo
             inv, _ = _unknown_plan(j, a, opts.policy, load(a.snapshot_ref) if a.prior == "captured" else None)
             needed.update((a.run_id, c["server"]) for c in inv or [])
             continue
-        if _sticky_halt(a) and not (opts.replan or opts.force):
-            break
         for call in (load(a.inverse_ref) or []):
             needed.add((a.run_id, call["server"]))
         verify = load(a.verify_ref)
@@ -1150,10 +1171,6 @@ class _Walk:
             return Step(a.seq, a.id, q, "halt", _unknown_why(a) + ", so whether it applied cannot be determined",
                         detail=(a.note or "") + "\nCheck the resource by hand; `undo --force` then steps over this "
                         "action (leaving whatever it did) and undoes the older ones.")
-        if _sticky_halt(a) and not (opts.replan or opts.force):
-            return Step(a.seq, a.id, q, "halt", "halted here on an earlier attempt",
-                        detail="what it saw when it halted, which may no longer hold:\n" + (a.note or "")
-                        + "\nResolve the conflict, then run undo --replan to check it against the world as it is now.")
         return None
 
     def server_still_running(self, a: ActionRow) -> tuple[int, bool] | None:
@@ -1296,7 +1313,7 @@ class _Walk:
                 detail = ((f"drift at sequence {a.seq}: the resource is not in the state this run left it in"
                            + (f" (checked against the state step {simulated_by} leaves)" if simulated_by else "") + ".\n"
                            f"  expected: {canonical(post)}\n  actual:   {canonical(obs)}") + self.left_note(a)
-                          + self.elsewhere_note(a) + self.reverted_note(a))
+                          + self.elsewhere_note(a) + self.reverted_note(a, post, verify))
                 if unknown:  # neither before nor after the call: nothing tells what happened; left as it is
                     if opts.force:
                         return Step(a.seq, a.id, q, "permanent", UNKNOWN_FORCED, detail=_unknown_detail(a, before, obs, post))
@@ -1534,9 +1551,9 @@ class _Walk:
         return (f"\n  changed after it by {self.others.who(found)}: {names}; overwriting it (--force --yes) also removes "
                 f"what {did} did")
 
-    def reverted_note(self, a: ActionRow) -> str:
-        """:func:`reverted_note` since ``a`` was last applied."""
-        return reverted_note(self.j, self.runs, a, self._applied_since(a))
+    def reverted_note(self, a: ActionRow, expected: Any = None, read: dict | None = None) -> str:
+        """:func:`reverted_note` since ``a`` was last applied (``expected``: the state its step expected)."""
+        return reverted_note(self.j, self.runs, a, self._applied_since(a), expected=expected, read=read)
 
     def _unknown_read(self, a: ActionRow, verify: dict, before: dict | None) -> Step:
         """Settle an ``unknown`` action whose post-state cannot be computed (the policy declares

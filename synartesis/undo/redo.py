@@ -381,7 +381,8 @@ class _Redo:
             else:
                 detail = (f"drift at sequence {a.seq}: the resource is not in the state the undo left it in.\n"
                           f"  expected: {canonical(expected)}\n  actual:   {canonical(now)}"
-                          + reverted_note(self.j, self.runs, a, a.updated_at or "", others_only=True))
+                          + reverted_note(self.j, self.runs, a, a.updated_at or "", others_only=True, expected=expected,
+                                          read=verify))
                 if not opts.force:
                     return Step(a.seq, a.id, q, "halt", "drift detected", expected=expected, actual=now, check=check,
                                 detail=launch_cause(self.pool, a.run_id, verify["server"], detail)[1])

@@ -1,8 +1,8 @@
 """Adversarial review 14 — confusing: `show` words an action an undo halted on as `halted` and
 says "`synartesis undo` tries it again". It does not: a plain undo halts at once on such an
 action ("halted here on an earlier attempt"), without reading the resource, even once the
-person has resolved the conflict; only `undo --replan` (or --force) tries it again. Real proxy,
-real filesystem server."""
+person has resolved the conflict; only `undo --replan` (or --force) tried it again. Since round
+31 a plain undo reads it again, and show says so. Real proxy, real filesystem server."""
 
 from __future__ import annotations
 
@@ -17,12 +17,9 @@ def test_the_command_show_names_for_a_halted_action_undoes_it_once_the_conflict_
     out = " ".join(cli("show", *flags).stdout.split())
     assert "halted: an undo stopped at this call" in out, out
     (root / "a.txt").write_text("v1")  # the person resolves it: the file is as the agent left it
-    if "`synartesis undo` tries it again" in out:  # what show tells the person to run
-        again = cli("undo", *flags)
-        assert again.returncode == 0, again.stdout  # was 1: "halted here on an earlier attempt", nothing read
-        assert (root / "a.txt").read_text() == "v0"
-    else:  # or show names what does try it again
-        assert "--replan" in out, out
-        again = cli("undo", "--replan", *flags)
-        assert again.returncode == 0, again.stdout
-        assert (root / "a.txt").read_text() == "v0"
+    # show names a plain undo, which reads the resource again (a new user's round 31, #1: a halt
+    # no longer sticks until --replan)
+    assert "`synartesis undo` reads it again" in out, out
+    again = cli("undo", *flags)
+    assert again.returncode == 0, again.stdout  # was 1: "halted here on an earlier attempt", nothing read
+    assert (root / "a.txt").read_text() == "v0"

@@ -85,7 +85,7 @@ def test_human_edit_halts_with_both_values_and_force_yes_restores(tmp_path, fs_s
     out = halted.stdout
     assert "halted at sequence 1" in out and "drift" in out
     assert '"agent"' in out and "the human's fix" in out
-    assert "--replan" in out and "--force" in out
+    assert "then run `synartesis undo" in out and "` again" in out and "--force" in out
     assert (root / "a.txt").read_text() == "the human's fix"  # untouched
     assert (root / "b.txt").read_text() == "b0"  # the newer write was undone before the halt
 
