@@ -9,14 +9,18 @@ thread's instructions per read.
     python scripts/bench/cgread.py SRC N OUT_PREFIX
 
 SRC is put first on PYTHONPATH (a checkout or an unpacked tree of the build to measure); the
-proxy runs on this checkout's .venv python, under a temporary HOME. Run-to-run spread is about
-±1 % (the journal thread's batch sizes follow the wall clock). Note: valgrind does not expose
-SHA-NI, so OpenSSL's SHA-256 counts ~25 instructions a byte here (about 90k a read) where the
-native code is several times cheaper.
+proxy runs on this checkout's .venv python, under a temporary HOME. The journal thread's batch
+sizes follow the wall clock and the load: each batch (transaction) costs about 340k instructions
+of its own, so the figure moves by about 0.7k a read per batch, and 500 reads made 15 to 66
+batches on a loaded 2-core machine (stop 31). The number of batches is printed too: compare
+builds at equal batch counts (or fit the journal thread's figure against them). Note: valgrind
+does not expose SHA-NI, so OpenSSL's SHA-256 counts ~25 instructions a byte here (about 90k a
+read) where the native code is several times cheaper.
 """
 import glob
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -52,6 +56,8 @@ for _ in range(60):
     s.call_tool("read_text_file", {"path": path})
 time.sleep(1.0)
 subprocess.run(["callgrind_control", "-i", "on", str(s.proc.pid)], check=True, capture_output=True)
+ms = time.time_ns() // 1_000_000  # as the journal writes event times (now_iso)
+since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
 time.sleep(0.5)
 for _ in range(n):
     s.call_tool("read_text_file", {"path": path})
@@ -64,5 +70,8 @@ for name in sorted(glob.glob(out + "*")):
     m = re.search(r"^totals: (\d+)", open(name).read(), re.M)
     if m and int(m.group(1)):
         threads.append(int(m.group(1)))
+con = sqlite3.connect(f"file:{home}/j.db?mode=ro", uri=True)
+batches = con.execute("SELECT count(*) FROM events WHERE kind = 'reads.record' AND at >= ?", (since,)).fetchone()[0]
+con.close()
 print(f"{sum(threads) / n / 1000:.1f}k instructions per read; threads: "
-      + ", ".join(f"{t / n / 1000:.1f}k" for t in threads))
+      + ", ".join(f"{t / n / 1000:.1f}k" for t in threads) + f"; journal batches: {batches}")

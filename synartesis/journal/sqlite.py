@@ -73,6 +73,7 @@ class SqliteBackend:
             self._variables = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         except (AttributeError, sqlite3.Error):
             self._variables = 999
+        self._shared_texts: dict[tuple, str] = {}  # insert_shared's statement texts
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -200,6 +201,38 @@ class SqliteBackend:
                 conn.execute(text, rows[start])
             else:
                 conn.execute(head + ",".join([one] * k) + tail, list(_chain(*rows[start:start + k])))
+            start += k
+
+    def insert_shared(self, table: str, shared_cols: tuple[str, ...], shared: tuple, cols: tuple[str, ...],
+                      rows: list, *, checked: bool = False) -> None:
+        """INSERT one row of ``table`` per element of ``rows`` (its values for ``cols``), each
+        also holding ``shared`` (its values for ``shared_cols``, the same in every row). As
+        :meth:`executemany`'s multi-row INSERTs, except that the shared values are bound once a
+        statement (``?1`` … ``?S``, which every row names) instead of once a row: a text bound
+        costs about 900 instructions (the driver's conversion, SQLite's copy of it), and a batch
+        of reads shares its run, server, tool, rule, status and time. What is stored is what
+        binding them in every row stores. ``checked`` as for :meth:`executemany`."""
+        if not checked:
+            if not _storable_row(shared):
+                shared = tuple(_storable(p) for p in shared)
+            rows = [r if _storable_row(r) else [_storable(p) for p in r] for r in rows]
+        s, width = len(shared), len(cols)
+        most = _ROWS_PER_INSERT
+        while most > 1 and s + most * width > self._variables:
+            most >>= 1
+        conn, start, n = self.conn, 0, len(rows)
+        while start < n:
+            k = min(most, n - start)
+            k = 1 << (k.bit_length() - 1)
+            key = (table, shared_cols, cols, k)
+            text = self._shared_texts.get(key)
+            if text is None:
+                head = ",".join(f"?{i + 1}" for i in range(s))
+                values = ",".join("(" + head + "," + ",".join(f"?{s + r * width + j + 1}" for j in range(width)) + ")"
+                                  for r in range(k))
+                text = self._shared_texts[key] = (f"INSERT INTO {table} ({', '.join(shared_cols + cols)}) "
+                                                  f"VALUES {values}")
+            conn.execute(text, [*shared, *_chain(*rows[start:start + k])])
             start += k
 
     @contextmanager

@@ -665,7 +665,7 @@ class LazyFrame:
         # that, "jsonrpc" and "id", built from it when first asked for (no second search)
         self._result = result
         self._sure: bool | None = None if members is None else True
-        self._unescaped = False  # sure() searched the whole frame and found no \u escape
+        self._unescaped = False  # sure() searched the whole frame and found no \u00 escape
 
     def sure(self) -> bool:
         """Whether the routing read without parsing is certain (for valid JSON): that the frame
@@ -675,7 +675,10 @@ class LazyFrame:
         sure when no ``"method"`` can be a key in it (a request carrying a result is no
         answer), no ``"id"`` can follow the result of one in ``{"jsonrpc","id","result"}``
         order (a later id would be the one parsers keep), and nothing in it is spelled with a
-        ``\\u`` escape (a key can be). Searches at memchr speed: a sixth of what ``json.loads``
+        ``\\u00`` escape (a key can be: the keys that matter, ``method``, ``id``, ``result``,
+        ``error``, ``isError``, are ASCII, and JSON spells an ASCII character escaped only as
+        ``\\u00XX``; searching for the four bytes skips ahead further than for ``\\u``, about
+        a third fewer instructions). Searches at memchr speed: a sixth of what ``json.loads``
         costs, a few milliseconds for 50 MB; asked once per frame. A frame that is not sure
         is read again with :func:`reread`.
         """
@@ -683,7 +686,7 @@ class LazyFrame:
         if sure is None:
             line = self.line
             sure = not (
-                line.find(b'"method"') >= 0 or line.find(b"\\u") >= 0
+                line.find(b'"method"') >= 0 or line.find(b"\\u00") >= 0
                 or (line.startswith(_HEAD) and line.find(b'"id"', self.result_span()[0]) >= 0))
             self._sure = self._unescaped = sure
         return sure
@@ -816,7 +819,7 @@ class LazyFrame:
         out: dict[str, Any] = {"synartesisDigest": True, "bytes": b - a,
                                "sha256": _sha256(memoryview(self.line)[a:b]).hexdigest(), "preview": preview}
         if self.line.find(b'"isError"', span[0], span[1]) < 0 and (
-                self._unescaped or self.line.find(b"\\u", span[0], span[1]) < 0):
+                self._unescaped or self.line.find(b"\\u00", span[0], span[1]) < 0):
             # unescaped, the key is spelled so wherever it is (memchr speed); only a \u escape
             # can spell it otherwise ("\u0069sError"), and then the result is parsed (sure()
             # has already looked for one in the whole frame when it was asked)

@@ -7,9 +7,10 @@ import json
 import os
 import uuid
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from synartesis.canonical import call_key, compact
 from synartesis.journal import actions, rows
 from synartesis.proxy.framing import PREVIEW
 
@@ -50,3 +51,29 @@ def test_only_our_own_digest_gets_an_inline_ref_of_its_own():
     for bad in ({**good, "bytes": True}, {**good, "synartesisDigest": 1}, {**good, "more": 1}, dict(reversed(good.items())),
                 {k: v for k, v in good.items() if k != "preview"}, {**good, "preview": None}, [good]):
         assert actions._digest_refs(bad) is None
+
+
+_ONE_MEMBER = st.dictionaries(st.text(max_size=8), st.text(max_size=40), min_size=1, max_size=1)
+_ODD = st.sampled_from([{"path": 'a"b\\c\n\x7f\x00'}, {"p\u00e9th": "x"}, {"path": "\ud800"}, {"path": "$synartesis.blob"},
+                        {"path": "x" * 1100}, {"path": 1}, {"path": None}, {"path": ["a"]}, {"b": "1", "a": "2"},
+                        {"a:b": "c:d"}, {}, None, [1]])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_ONE_MEMBER | _ODD, min_size=1, max_size=4))
+def test_a_reads_arguments_are_journalled_as_the_general_path_makes_them(new_journal, args):
+    # record_reads quotes a one-string-member object itself (no encoder call, no sort): its
+    # call key, stored ref and chained state are those of canonical() and put_json's
+    j = new_journal()
+    run = j.begin_run("t", {})
+    j.record_reads([{"run": run, "server": "files", "tool": "read_text_file", "args": a, "status": "applied",
+                     "result": None} for a in args])
+    rows = j.actions(run)
+    assert len(rows) == len(args)
+    for row, sent in zip(rows, args):
+        assert row.call_key == call_key("files", "read_text_file", sent)
+        assert json.dumps(j.get_json(row.args_ref)) == json.dumps(sent)  # key order included
+        text = compact(sent)
+        if len(text) < 1024 and text.isascii() and "$synartesis." not in text:
+            assert row.args_ref == "=" + text
+    assert j.audit(run).ok

@@ -264,3 +264,24 @@ def test_a_frame_read_by_its_envelope_says_whether_it_has_an_error():
     assert frame.has_error() and frame.result_span() is None and frame.result_size() == 0
     frame = LazyFrame.scan(b'{"jsonrpc":"2.0","id":1,"result":{"a":1}}')
     assert not frame.has_error() and frame.line[slice(*frame.result_span())] == b'{"a":1}'
+
+
+@pytest.mark.parametrize(("extra", "sure"), [
+    (',"\\u006Dethod":"x/y"', False), (',"m\\u0065thod":"x/y"', False),  # an ASCII key spelled escaped
+    (',"note":"\\u4e2d\\u2028\\ud83d\\ude00"', True)])  # escapes of what no key that matters holds
+def test_only_an_escape_that_can_spell_an_ascii_key_makes_an_answer_unsure(extra, sure):
+    # JSON spells an escaped ASCII character only as \u00XX: sure() looks for those four bytes
+    body = json.dumps({"content": [{"type": "text", "text": "x" * 2000}]}, separators=(",", ":"))
+    raw = f'{{"result":{body}{extra},"jsonrpc":"2.0","id":7}}'.encode()
+    frame = parse_lenient(raw)
+    assert isinstance(frame, LazyFrame) and frame.sure() == sure
+    assert ("method" not in json.loads(raw)) == sure
+
+
+def test_a_digest_reads_an_escaped_iserror_after_a_sure_frame_said_no_ascii_escape():
+    body = '{"content":[{"type":"text","text":"' + "d" * 2000 + '"}],"\\u0069sError":true}'
+    frame = parse_lenient(f'{{"result":{body},"jsonrpc":"2.0","id":3}}'.encode())
+    assert isinstance(frame, LazyFrame) and not frame.sure()  # the escape makes it unsure; reread reads it
+    plain = parse_lenient(('{"result":{"content":[{"type":"text","text":"' + "\\u4e2d" * 400 + '"}],"isError":true},'
+                           '"jsonrpc":"2.0","id":3}').encode())
+    assert plain.sure() and plain.result_digest().get("isError") is True
