@@ -951,3 +951,16 @@ def resolve_call(args: dict[str, Any], new_ids: list[str]) -> dict[str, Any]:
             value = new_ids[int(value[5:-1])]
         out[key] = value
     return out
+
+
+def two_sessions_writing(tmp_path: Path, fs_server: list[str], texts: tuple[str, str] = ("A", "B")):
+    """r.txt ("base") written by session ``sa`` then by session ``sb`` (``texts``) through a
+    files proxy under FS_POLICY. Returns (the file, the --manifest/--journal flags)."""
+    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
+    doc = root / "r.txt"
+    doc.write_text("base")
+    for name, text in zip(("sa", "sb"), texts):
+        with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
+            s.handshake()
+            assert not s.call(1, "write_file", {"path": str(doc), "content": text}).get("isError")
+    return doc, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]

@@ -6,20 +6,11 @@ journal's captured states tell. Real proxy, real filesystem server."""
 
 from __future__ import annotations
 
-import os
-
-from helpers import FS_POLICY, RawSession, cli, files_proxy
+from helpers import cli, two_sessions_writing
 
 
 def _two_sessions(tmp_path, fs_server, second: str = "B"):
-    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
-    doc = root / "r.txt"
-    doc.write_text("base")
-    for name, text in (("sa", "A"), ("sb", second)):
-        with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
-            s.handshake()
-            assert not s.call(1, "write_file", {"path": str(doc), "content": text}).get("isError")
-    return doc, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+    return two_sessions_writing(tmp_path, fs_server, ("A", second))
 
 
 def test_a_drift_after_an_undo_that_put_back_the_expected_state_does_not_blame_that_undo(tmp_path, fs_server):

@@ -7,24 +7,11 @@ advice works, and a halt names one way to go on. Real proxy, real filesystem ser
 
 from __future__ import annotations
 
-import os
-
-from helpers import FS_POLICY, RawSession, cli, files_proxy
-
-
-def _two_sessions(tmp_path, fs_server):
-    root, argv = files_proxy(tmp_path, fs_server, FS_POLICY)
-    doc = root / "r.txt"
-    doc.write_text("base")
-    for name, text in (("sa", "A"), ("sb", "B")):
-        with RawSession(argv, env=dict(os.environ, SYNARTESIS_SESSION=name)) as s:
-            s.handshake()
-            assert not s.call(1, "write_file", {"path": str(doc), "content": text}).get("isError")
-    return doc, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+from helpers import cli, two_sessions_writing
 
 
 def test_undo_again_after_undoing_the_other_session_as_the_halt_said_undoes_it(tmp_path, fs_server):
-    doc, flags = _two_sessions(tmp_path, fs_server)
+    doc, flags = two_sessions_writing(tmp_path, fs_server)
     halted = cli("undo", "sa", *flags)
     text = " ".join(halted.stdout.split())
     assert halted.returncode == 1 and "drift" in text, halted.stdout + halted.stderr
@@ -39,7 +26,7 @@ def test_undo_again_after_undoing_the_other_session_as_the_halt_said_undoes_it(t
 
 
 def test_a_second_undo_that_still_finds_drift_reads_again_and_gives_one_way_on(tmp_path, fs_server):
-    doc, flags = _two_sessions(tmp_path, fs_server)
+    doc, flags = two_sessions_writing(tmp_path, fs_server)
     assert cli("undo", "sa", *flags).returncode == 1
     doc.write_text("a person's edit")  # the world moved on since the first halt
     again = cli("undo", "sa", *flags)
