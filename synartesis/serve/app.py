@@ -122,6 +122,7 @@ class _Stream:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.queued_bytes = 0
         self.open = True
+        self.sending: asyncio.Future | None = None  # the write to the client under way (_pump)
 
     def put(self, frame: bytes | None, last: bool = False) -> None:
         """Queue a frame; ``last``: it is the answer that completes this POST (the stream ends
@@ -154,6 +155,10 @@ class _Stream:
         self.queued_bytes = 0
         self.open = False
         self.queue.put_nowait((None, True))
+        if self.sending is not None and not self.sending.done():
+            # the pump waits in that write for a socket that does not drain, and would never
+            # get to the end queued above: cut it, so the response ends (adversarial review 31b)
+            self.sending.cancel()
         log("warn", "a stream's client is not reading; the stream is ended",
             kind=self.kind, dropped_frames=dropped, limit_bytes=_STREAM_BYTES)
 
@@ -493,8 +498,18 @@ class ServeApp:
                 stream.taken(frame)
                 if frame is None:
                     break
-                await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
-                            "more_body": True})
+                sending = stream.sending = asyncio.ensure_future(send(
+                    {"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
+                     "more_body": True}))
+                try:
+                    await sending
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if stream.open or (task is not None and task.cancelling()):
+                        raise
+                    return  # ended by _overflow while the write was stuck: the response is cut off
+                finally:
+                    stream.sending = None
                 if last:
                     break
             await send({"type": "http.response.body", "body": b""})

@@ -93,3 +93,35 @@ def test_a_frame_queued_behind_an_unread_one_still_ends_the_stream_past_the_boun
 
     stream = asyncio.run(scenario())
     assert not stream.open and stream.queue.get_nowait() == (None, True)
+
+
+def test_a_stream_ended_while_its_write_is_stuck_lets_the_post_go(monkeypatch):
+    # the client stopped reading: the pump waits in send (uvicorn waits for the socket to
+    # drain) and never got to the end the overflow queued, so the POST stayed in the session's
+    # posts (busy: never closed as idle, its --max-sessions slot held) and its pending answers
+    # went to the ended stream (dropped) instead of the GET stream (adversarial review 31b)
+    monkeypatch.setattr(serve_app, "_STREAM_BYTES", 100_000)
+    app = ServeApp(ServeConfig(token="t" * 43, servers=["kv"]), backend=None)
+    stuck = asyncio.Event()
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+        if len(sent) >= 1:
+            stuck.set()
+            await asyncio.Event().wait()  # the socket never drains
+
+    async def receive():
+        await asyncio.Event().wait()  # the client never disconnects either
+
+    async def scenario():
+        stream = _Stream("post")
+        pump = asyncio.ensure_future(app._pump(send, receive, stream))
+        stream.put(_NOTE)
+        await stuck.wait()
+        for _ in range(500):
+            stream.put(_NOTE)
+        assert not stream.open
+        await asyncio.wait_for(pump, 10)  # a deadline, not a timing: it returns once cut
+
+    asyncio.run(scenario())
