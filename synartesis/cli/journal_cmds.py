@@ -107,7 +107,7 @@ def show_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-â€¦) 
         out.print(f"       args: {shown(shorten(a.args))}")
         if row.decided_by:
             verb = "denied" if row.status == "denied" else "approved"
-            out.print(f"       {verb} by {shown(row.decided_by)} at {row.decided_at}"
+            out.print(f"       {verb} by {shown(row.decided_by, line=True)} at {row.decided_at}"
                       + (f": {shown(row.decision_note)}" if row.status == "denied" and row.decision_note else ""))
         if row.used_by:
             out.print(f"       approval used by {shown(view.carriers.get(row.used_by, row.used_by[:8]))}")
@@ -403,7 +403,7 @@ def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-â€
     out = console()
     if not entries:
         out.print("nothing was undone, redone, approved or denied" + (f" in {shown(target)}" if target else "")
-                  + (f" by {shown(by)}" if by else ""))
+                  + (f" by {shown(by, line=True)}" if by else ""))
         return
     for e in entries:
         if e.kind in ("approved", "denied"):

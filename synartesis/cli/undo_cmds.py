@@ -92,6 +92,23 @@ def _run_and_only(j, target: Optional[str], only: Optional[str], to: Optional[in
     return (target if target is not None and len(target) > len(run) else run), seq
 
 
+def _no_seq(j, target: Optional[str]) -> None:
+    """``redo RUN:SEQ`` (after ``undo RUN:SEQ``): redo takes whole runs; a usage error naming
+    ``redo RUN`` instead of "is not a run id" (adversarial review 31b). A session named so is
+    left to the lookup."""
+    m = _RUN_SEQ.fullmatch(target or "")
+    if m is None or target is None or target.lower().startswith("s-"):
+        return
+    try:
+        j.find_session(target)
+        return
+    except UsageError:
+        pass
+    run = m.group(1)
+    raise UsageError(f"{target!r}: redo re-applies what the last undo of a run reverted, the whole run (it takes "
+                     f"no seq): `synartesis redo {run}` (`--dry-run` first shows what it would re-apply)")
+
+
 @app.command("undo")
 def undo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) or run id or prefix (default: the newest session with something to undo); RUN:SEQ, as `show` prints it, is RUN --only SEQ."),
              to: Optional[int] = typer.Option(None, "--to", help="Undo a run down to this seq only (newer actions first).", metavar="SEQ"),
@@ -131,6 +148,7 @@ def redo_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-…) 
     from synartesis.undo import redo
     opts = _options(target, manifest, dry_run=dry_run, replan=False, force=force, yes=yes, by=by, journal=journal)
     with journal_for(manifest, journal) as j:
+        _no_seq(j, target)
         report = redo(j, opts)
         jpath = j.path
     if as_json:

@@ -215,6 +215,8 @@ def env_edit(record: Mapping[str, Any], value: Any) -> list[str] | None:
     was = record.get("env_names") if isinstance(record.get("env_names"), list) else []
     now = [str(k) for k in env]
     out = [f"{n} removed" for n in was if n not in now] + [f"{n} added" for n in now if n not in was]
+    if not out and not now:  # no names before or now: {} where there was none, or none where {} was
+        out = ["an empty env added" if record.get("env_names") is None else "env emptied"]
     if not out:  # the same names: a value changed, and which one is not recorded
         out = [f"the value of {now[0]} changed" if len(now) == 1 else f"a value changed (one of {', '.join(now)})"]
     return out

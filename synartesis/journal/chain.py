@@ -136,6 +136,7 @@ class ChainMixin(BlobsMixin):
             problems.append(f"the run's session ({session_id}) is not in the journal: removed afterwards")
         prev = ""
         run_state: tuple | None = None  # the run's last run.end, run.close or run.status event
+        closed_note: Any = None  # the note of its last run.end or run.close (what end_note holds)
         last_state: dict[str, Any] = {}
         read_at: dict[str, str] = {}  # read id -> the time of the reads.record event that chains it
         begin: dict | None = None
@@ -184,6 +185,9 @@ class ChainMixin(BlobsMixin):
                 begin = parsed if parsed is not None else _object(text)
             elif kind in _RUN_STATUS_KINDS:
                 run_state = (eid, kind, at, parsed if parsed is not None else text)
+                if kind != "run.status":
+                    ended = parsed if parsed is not None else _object(text)
+                    closed_note = ended.get("note") if isinstance(ended, dict) else None
         for aid, (eid, kind, at, state) in list(last_state.items()):
             if isinstance(state, str):  # hashed as it was written: parsed now, once per action
                 state = _object(state)
@@ -195,7 +199,7 @@ class ChainMixin(BlobsMixin):
         if prev != (head or ""):
             problems.append("the newest events of this run are missing (the chain ends before the run's head)")
         problems += _attempt_problems(attempts, attempt_events, self._bad_payload)
-        problems += _run_status_problems(run_state, run_status, run_unverified, end_note)
+        problems += _run_status_problems(run_state, run_status, run_unverified, end_note, closed_note)
         for undo_id, (eid, kind, at) in gone_attempts.items():  # prune removes attempts with their run only
             problems.append(f"an undo or redo attempt ({str(undo_id)[:8]}, event {eid}: {kind} at {at}) was recorded "
                             "but its row is gone: removed afterwards")
@@ -253,7 +257,8 @@ class ChainMixin(BlobsMixin):
 _RUN_STATUS_KINDS = ("run.end", "run.close", "run.status")
 
 
-def _run_status_problems(last: tuple | None, status: Any, unverified: Any, end_note: Any) -> list[str]:
+def _run_status_problems(last: tuple | None, status: Any, unverified: Any, end_note: Any,
+                         closed_note: Any = None) -> list[str]:
     """The run's status as its row says it against its last ``run.end``, ``run.close`` or
     ``run.status`` event (``active`` before any: adversarial review 31, F8, a run edited from
     complete to redone or rolled_back passed the audit while ``list`` showed it so): the status,
@@ -270,8 +275,10 @@ def _run_status_problems(last: tuple | None, status: Any, unverified: Any, end_n
     if kind == "run.status" and recorded.get("status") != "compensated":
         expect_unverified = 0  # set_run_status keeps a count only for compensated
     ok = status == recorded.get("status") and (unverified or 0) == expect_unverified
-    if ok and kind != "run.status":
-        note = recorded.get("note")
+    if ok:
+        # the note of the event that ended the run, also once an undo's run.status came after
+        # it (adversarial review 31b: a closing note edited after an undo passed)
+        note = recorded.get("note") if kind != "run.status" else closed_note
         ok = end_note == note or (isinstance(note, str) and _kept(note) == end_note)
     if ok:
         return []

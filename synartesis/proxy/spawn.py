@@ -64,7 +64,12 @@ def start_error(command: str, exe: str, exc: BaseException) -> Exception:
     import errno
     from synartesis.errors import ServerCommandError
     code = getattr(exc, "errno", None)
-    if code in (errno.ENOENT, errno.ENOTDIR):
+    if code in (errno.ENOENT, errno.ENOTDIR) and (interp := _missing_interpreter(exe)):
+        # the script is there, its interpreter is not: a moved or deleted venv (adversarial
+        # review 31b: "there is no such file" named a file that exists)
+        why = (f"its #! line names {interp}, which is not there (was the environment it was installed "
+               "in moved or deleted? reinstall the server)")
+    elif code in (errno.ENOENT, errno.ENOTDIR):
         why = ("there is no such file" if os.path.dirname(command) or exe != command
                else "not found on PATH") + " (the server's command, after `--` or in the client's config)"
     elif code == errno.EACCES:
@@ -74,6 +79,23 @@ def start_error(command: str, exe: str, exc: BaseException) -> Exception:
     else:
         return UpstreamError(f"could not start {command}: {exc}")
     return ServerCommandError(f"could not start {command}: {why}")
+
+
+def _missing_interpreter(exe: str) -> str | None:
+    """The interpreter a script's ``#!`` line names when the script exists and that interpreter
+    does not (the OS then says ENOENT of the script); else None."""
+    try:
+        with open(exe, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words:
+        return None
+    interp = os.fsdecode(words[0])
+    return interp if not os.path.exists(interp) else None
 
 
 class SpawnedServer:

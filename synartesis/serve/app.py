@@ -122,6 +122,7 @@ class _Stream:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.queued_bytes = 0
         self.open = True
+        self.sending: asyncio.Future | None = None  # the write to the client under way (_pump)
 
     def put(self, frame: bytes | None, last: bool = False) -> None:
         """Queue a frame; ``last``: it is the answer that completes this POST (the stream ends
@@ -129,12 +130,15 @@ class _Stream:
 
         A stream whose client has left more than :data:`_STREAM_BYTES` unread is ended: what it
         holds is dropped, the stream is closed (later frames go where a closed stream's would),
-        and a warning is logged."""
+        and a warning is logged. One frame alone never ends it, whatever its size (a 70 MB file
+        read answered to a client that reads: adversarial review 31b); only frames behind one
+        still unread count."""
         if not self.open:
             return
         if frame is not None:
+            waiting = self.queued_bytes
             self.queued_bytes += len(frame)
-            if self.queued_bytes > _STREAM_BYTES:
+            if waiting and self.queued_bytes > _STREAM_BYTES:
                 self._overflow()
                 return
         self.queue.put_nowait((frame, last))
@@ -151,6 +155,10 @@ class _Stream:
         self.queued_bytes = 0
         self.open = False
         self.queue.put_nowait((None, True))
+        if self.sending is not None and not self.sending.done():
+            # the pump waits in that write for a socket that does not drain, and would never
+            # get to the end queued above: cut it, so the response ends (adversarial review 31b)
+            self.sending.cancel()
         log("warn", "a stream's client is not reading; the stream is ended",
             kind=self.kind, dropped_frames=dropped, limit_bytes=_STREAM_BYTES)
 
@@ -490,8 +498,18 @@ class ServeApp:
                 stream.taken(frame)
                 if frame is None:
                     break
-                await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
-                            "more_body": True})
+                sending = stream.sending = asyncio.ensure_future(send(
+                    {"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
+                     "more_body": True}))
+                try:
+                    await sending
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if stream.open or (task is not None and task.cancelling()):
+                        raise
+                    return  # ended by _overflow while the write was stuck: the response is cut off
+                finally:
+                    stream.sending = None
                 if last:
                     break
             await send({"type": "http.response.body", "body": b""})

@@ -75,7 +75,7 @@ def when(iso: str | None) -> str:
 
 def who(run: RunRow) -> str:
     """The agent a run belongs to: its label (client name from ``initialize``) or client."""
-    return run.label or run.client or "an agent"
+    return printable(run.label or run.client or "an agent")
 
 
 def run_counts(run: Any) -> str:
@@ -214,8 +214,8 @@ def action_pane(view: ActionView) -> list[Text]:
     lines = [Text(f"args: {short(view.args, 300)}")]
     if r.decided_by:
         verb = "denied" if r.status == "denied" else "approved"
-        lines.append(Text(f"{verb} by {r.decided_by} at {when(r.decided_at)}"
-                          + (f": {r.decision_note}" if r.status == "denied" and r.decision_note else "")))
+        lines.append(Text(f"{verb} by {printable(r.decided_by)} at {when(r.decided_at)}"
+                          + (f": {short(r.decision_note, 300)}" if r.status == "denied" and r.decision_note else "")))
     if r.note:
         lines.append(Text(f"note: {short(r.note, 300)}"))
     return lines
@@ -443,16 +443,18 @@ def detail_text(view: ActionView, run: RunRow | None = None) -> Text:
     verify read, inverse, notes and decision."""
     r = view.row
     t = Text()
-    t.append(f"action {r.seq}  {r.qualified}\n", "bold")
+    t.append(f"action {r.seq}  {printable(r.qualified)}\n", "bold")
     t.append(f"id {r.id} · run {r.run_id}{' (' + who(run) + ')' if run else ''}\n")
-    t.append(f"class {r.cls} · status {r.label} · rule {r.rule or '-'} · prior {prior_word(r.prior, r.cls)}\n")
+    t.append(f"class {r.cls} · status {r.label} · rule {printable(r.rule or '-')} · prior {prior_word(r.prior, r.cls)}\n")
     t.append(f"created {when(r.created_at)} · updated {when(r.updated_at)}\n")
     if r.decided_by:
         verb = "denied" if r.status == "denied" else "approved"
-        t.append(f"{verb} by {r.decided_by} at {when(r.decided_at)}"
-                 + (f": {r.decision_note}" if r.decision_note and r.status == "denied" else "") + "\n")
+        # who decided, why, and the note (which quotes tool names and server text): shown, not
+        # obeyed (adversarial review 31b: an escape in them reached the terminal)
+        t.append(f"{verb} by {printable(r.decided_by)} at {when(r.decided_at)}"
+                 + (f": {pretty(r.decision_note)}" if r.decision_note and r.status == "denied" else "") + "\n")
     if r.note:
-        t.append(f"note: {r.note}\n")
+        t.append(f"note: {pretty(r.note)}\n")
     sections: list[tuple[str, Any, bool]] = [
         ("arguments", view.args, True),
         ("result", view.result, r.result_ref is not None),

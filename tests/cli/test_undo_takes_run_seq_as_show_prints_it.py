@@ -46,3 +46,15 @@ def test_what_cannot_be_taken_as_run_only_seq_is_a_usage_error_naming_that_form(
         assert re.search(r"`synartesis undo \S+ --only \S+`", err), (args, p.stderr)  # the form that works
         assert "Traceback" not in p.stderr and "valid integer" not in err, (args, p.stderr)
     assert [(root / f).read_text() for f in ("a.txt", "b.txt", "c.txt")] == ["a1", "b1", "c1"]
+
+
+def test_redo_of_run_seq_says_redo_takes_the_whole_run(tmp_path, fs_server):
+    # `redo RUN:SEQ` (after `undo RUN:SEQ`) said "'RUN:SEQ' is not a run id", though the id is
+    # one: redo has no --only, and the error now says so with the command that works (review 31b)
+    root, flags, rid = _run(tmp_path, fs_server)
+    assert cli("undo", f"{rid}:2", *flags).returncode == 0
+    res = cli("redo", f"{rid}:2", *flags)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "is not a run id" not in res.stderr and f"`synartesis redo {rid}`" in res.stderr, res.stderr
+    assert (root / "b.txt").read_text() == "b0"
+    assert cli("redo", rid, *flags).returncode == 0 and (root / "b.txt").read_text() == "b1"

@@ -295,3 +295,18 @@ def test_audit_finds_an_edited_run_status(new_journal):
     j.set_run_status(run, "compensated", 2)
     j.set_run_status(run, "partial", 2)  # the count is kept for compensated only
     assert j.audit(run).ok, j.audit(run).problems
+
+
+def test_audit_finds_an_edited_closing_note_after_an_undo_set_the_status(new_journal):
+    # the closing note was compared only while run.end / run.close was the run's last status
+    # event: once an undo wrote run.status, a note edited by hand (what `show` and `list
+    # --json` print of why the run ended) passed the audit (adversarial review 31b)
+    j = new_journal()
+    run = j.begin_run("t", {})
+    j.close_run(run, "closed by synartesis: its proxy (pid 1) is gone")
+    j.set_run_status(run, "rolled_back")
+    assert j.audit(run).ok, j.audit(run).problems
+    j.conn.execute("UPDATE runs SET end_note = 'ended normally' WHERE id = ?", (run,))
+    assert any("edited afterwards" in p for p in j.audit(run).problems), j.audit(run).problems
+    j.conn.execute("UPDATE runs SET end_note = NULL WHERE id = ?", (run,))
+    assert any("edited afterwards" in p for p in j.audit(run).problems), j.audit(run).problems

@@ -103,3 +103,21 @@ def test_a_claude_code_shadow_whose_env_was_edited_is_left_and_the_key_is_named(
     now = json.loads(cfg.read_text())
     assert first in now["projects"][str(proj)]["mcpServers"]  # left as it is
     assert "RAG_CONFIG" not in now["projects"][str(proj)]["mcpServers"][first]["env"]
+
+
+def test_an_empty_env_added_or_emptied_is_said_in_words(fake_home, tmp_path):
+    # an entry written without env, given "env": {} since: status said "a value changed (one
+    # of )" (adversarial review 31b)
+    original = json.dumps({"mcpServers": {"mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}},
+                          indent=2)
+    cfg = place(fake_home, "claude-desktop", original)
+    _install(tmp_path)
+    wrapped = json.loads(cfg.read_text())
+    wrapped["mcpServers"]["mem"]["env"] = {}
+    cfg.write_text(json.dumps(wrapped, indent=2))
+    st = cli(tmp_path, "status")
+    assert "env edited since install: an empty env added" in st.stdout and "one of )" not in st.stdout, st.stdout
+    real = cli(tmp_path, "uninstall", "--yes")
+    assert real.returncode == 0, real.stdout + real.stderr
+    assert json.loads(cfg.read_text()) == {"mcpServers": {"mem": {"command": "npx", "args": [
+        "-y", "@modelcontextprotocol/server-memory"], "env": {}}}}

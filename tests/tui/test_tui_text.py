@@ -37,3 +37,35 @@ def test_the_consoles_preview_says_what_would_be_left_in_place_in_the_future_ten
     assert "1 action cannot be undone and would be left in place." in preview, preview  # a new user's round 8
     done = undo_report_text(UndoReport(run="r", dry_run=False, status="partial", steps=[left])).plain
     assert "1 action could not be undone and was left in place." in done, done
+
+
+def test_the_detail_screen_and_pane_spell_out_escapes_in_a_tool_name_note_and_decision(tmp_path):
+    # the console's pane and `f` screen printed the tool name, the note (which quotes it: "the
+    # server does not list a tool …"), who decided and the denial's reason as they were: an
+    # agent's tool name or a teammate's --by could move the cursor or retitle the terminal
+    # (adversarial review 31b)
+    import json
+
+    from helpers import RawSession, cli, kv_proxy, open_journal
+    from synartesis.services.runs import action_view
+    from synartesis.tui.render import action_pane, detail_text
+
+    manifest, journal, _state, argv = kv_proxy(tmp_path)
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, "nosuch\x1b[2J", {"key": "k0"}).get("isError")  # not listed: held
+    flags = ["--journal", str(journal), "--manifest", str(manifest)]
+    denied = cli("deny", "--all", "--by", "eve\x1b]0;owned\x07", "--reason", "no\x1b[1A\r", *flags)
+    assert denied.returncode == 0, denied.stdout + denied.stderr
+    j = open_journal(journal)
+    try:
+        (run,) = j.list_runs()
+        (row,) = [a for a in j.actions(run.id) if a.decided_by]
+        assert "\x1b" in row.tool + (row.note or "") and "\x1b" in row.decided_by, json.dumps(row.note)
+        full = action_view(j, row, full=True)
+        texts = [detail_text(full, run).plain, *(t.plain for t in action_pane(action_view(j, row)))]
+    finally:
+        j.close()
+    for text in texts:
+        assert "\x1b" not in text and "\x07" not in text and "\r" not in text, text
+    assert "eve\\x1b]0;owned\\x07" in texts[0], texts[0]
