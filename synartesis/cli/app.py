@@ -99,7 +99,7 @@ _LOOK_INSTEAD["session"] = _LOOK_INSTEAD["sessions"]
 def _as_flags(argv: list[str]) -> list[str]:
     """``synartesis version`` as ``--version``, ``synartesis help [CMD…]`` as ``[CMD…] --help``
     (new user round 31, 9h: both were "No such command")."""
-    if argv == ["version"]:
+    if argv[:1] == ["version"] and "version" not in COMMAND_INDEX:  # `version --json`, `version --help` too
         return ["--version"]
     if argv[:1] == ["help"] and "help" not in COMMAND_INDEX:
         return [*argv[1:], "--help"]

@@ -15,6 +15,9 @@ from synartesis import __version__
 def test_version_and_help_as_words_do_what_the_flags_do(tmp_path):
     v = cli("version")
     assert v.returncode == 0 and v.stdout == f"synartesis {__version__}\n", v.stdout + v.stderr
+    for extra in ("--help", "--json"):  # adversarial review 31b: "No such command 'version'"
+        w = cli("version", extra)
+        assert w.returncode == 0 and w.stdout == v.stdout, (extra, w.stdout + w.stderr)
     h = cli("help")
     assert h.returncode == 0 and "Usage: synartesis" in h.stdout and "undo" in h.stdout, h.stdout + h.stderr
     u = cli("help", "undo")
