@@ -33,6 +33,7 @@ def _policy(manifest: Optional[str]) -> Policy | None:
 
 #: ``RUN:SEQ`` as ``show`` prints a session's actions: a run id (or prefix) and a seq
 _RUN_SEQ = re.compile(r"([0-9a-fA-F][0-9a-fA-F-]*):(.*)", re.S)
+_SESSION_SEQ = re.compile(r"[sS]-[0-9a-fA-F-]+:.*", re.S)  # a session id with a seq after it
 _RUN_ONLY = "`synartesis undo RUN --only SEQ`"
 
 
@@ -57,6 +58,14 @@ def _run_and_only(j, target: Optional[str], only: Optional[str], to: Optional[in
         UsageError: a seq that is not a whole number, a seq given twice, ``RUN:SEQ`` with
             ``--to``, or ``--only RUN:SEQ`` naming another run than the target.
     """
+    if target is not None and _SESSION_SEQ.fullmatch(target):
+        try:
+            j.find_session(target)  # a session named so
+        except UsageError:
+            session = target.rsplit(":", 1)[0]
+            raise UsageError(f"{target}: a seq belongs to a run, not to a session; `synartesis show {session}` lists "
+                             "the session's calls as RUN:SEQ, and `synartesis undo RUN:SEQ` (or `synartesis undo "
+                             "RUN --only SEQ`) puts back one of them") from None
     m = _RUN_SEQ.fullmatch(target or "")
     if m is not None and target is not None and not target.lower().startswith("s-"):
         try:

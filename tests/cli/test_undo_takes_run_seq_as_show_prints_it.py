@@ -58,3 +58,13 @@ def test_redo_of_run_seq_says_redo_takes_the_whole_run(tmp_path, fs_server):
     assert "is not a run id" not in res.stderr and f"`synartesis redo {rid}`" in res.stderr, res.stderr
     assert (root / "b.txt").read_text() == "b0"
     assert cli("redo", rid, *flags).returncode == 0 and (root / "b.txt").read_text() == "b1"
+
+
+def test_a_session_id_with_a_seq_says_a_seq_belongs_to_a_run(tmp_path, fs_server):
+    # adversarial review 31b: `undo s-XXXX:2` said "no session matches s-XXXX:2"
+    root, flags, rid = _run(tmp_path, fs_server)
+    p = cli("undo", "s-1edc5bf6:2", *flags)
+    err = " ".join(p.stderr.split())
+    assert p.returncode == 2 and "a seq belongs to a run" in err and "synartesis undo RUN:SEQ" in err, p.stderr
+    assert "Traceback" not in p.stderr
+    assert [(root / f).read_text() for f in ("a.txt", "b.txt", "c.txt")] == ["a1", "b1", "c1"]
