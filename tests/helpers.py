@@ -964,3 +964,20 @@ def two_sessions_writing(tmp_path: Path, fs_server: list[str], texts: tuple[str,
             s.handshake()
             assert not s.call(1, "write_file", {"path": str(doc), "content": text}).get("isError")
     return doc, ["--manifest", str(tmp_path / "synartesis.yaml"), "--journal", str(tmp_path / "j.db")]
+
+
+def fs_and_memory(tmp_path: Path, fs_server: list[str], memory_server: list[str], text: str = "before\n"):
+    """A files proxy and a memory proxy over one policy (FS_POLICY and MEMORY_POLICY's rules)
+    and one journal in ``tmp_path``; root/a.txt holds ``text``. Returns (root, manifest, journal,
+    env with MEMORY_FILE_PATH, files argv, memory argv)."""
+    policy = FS_POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  memory: {}\n") \
+        + MEMORY_POLICY.split("tools:\n", 1)[1]
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text(text)
+    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
+    manifest.write_text(policy)
+    env = dict(os.environ, MEMORY_FILE_PATH=str(tmp_path / "memory.jsonl"))
+    fs = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
+    memory = proxy_argv("memory", manifest, journal, memory_server)
+    return root, manifest, journal, env, fs, memory

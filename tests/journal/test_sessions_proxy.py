@@ -10,18 +10,12 @@ import os
 from contextlib import AsyncExitStack
 
 from helpers import (
-    FS_POLICY,
-    MEMORY_POLICY,
     cli,
     open_journal,
-    proxy_argv,
+    fs_and_memory,
     run_async,
     stdio_client,
 )
-
-POLICY = FS_POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  memory: {}\n") \
-    + MEMORY_POLICY.split("tools:\n", 1)[1]
-
 
 async def _connect(stack: AsyncExitStack, argv: list[str], env: dict, errlog, name: str):
     """One SDK ClientSession over stdio to ``argv``, initialised as client ``name``."""
@@ -37,15 +31,7 @@ async def _connect(stack: AsyncExitStack, argv: list[str], env: dict, errlog, na
 
 
 def _world(tmp_path, fs_server, memory_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.txt").write_text("before\n")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text(POLICY)
-    env = dict(os.environ, MEMORY_FILE_PATH=str(tmp_path / "memory.jsonl"))
-    fs = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
-    memory = proxy_argv("memory", manifest, journal, memory_server)
-    return root, manifest, journal, env, fs, memory
+    return fs_and_memory(tmp_path, fs_server, memory_server)
 
 
 def test_a_health_check_through_the_sdk_client_leaves_no_run_and_says_so_on_stderr(tmp_path, fs_server, memory_server):

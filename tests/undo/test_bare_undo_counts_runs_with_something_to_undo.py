@@ -5,23 +5,11 @@ hold something to undo. One client process, two real proxies (filesystem, memory
 from __future__ import annotations
 
 import json
-import os
 
-from helpers import FS_POLICY, MEMORY_POLICY, cli, proxy_argv, run_async, sdk_session
-
-POLICY = FS_POLICY + MEMORY_POLICY.split("tools:\n", 1)[1].replace("servers:\n  memory: {}\n", "")
-POLICY = POLICY.replace("servers:\n  files: {}\n", "servers:\n  files: {}\n  memory: {}\n")
-
+from helpers import cli, fs_and_memory, run_async, sdk_session
 
 def test_bare_undo_counts_only_the_runs_that_hold_something_to_undo(tmp_path, fs_server, memory_server):
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.txt").write_text("one\n")
-    manifest, journal = tmp_path / "synartesis.yaml", tmp_path / "journal.db"
-    manifest.write_text(POLICY)
-    env = dict(os.environ, MEMORY_FILE_PATH=str(tmp_path / "memory.jsonl"))
-    fs = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
-    memory = proxy_argv("memory", manifest, journal, memory_server)
+    root, manifest, journal, env, fs, memory = fs_and_memory(tmp_path, fs_server, memory_server, "one\n")
 
     async def agent():
         async with sdk_session(fs, env=env) as files, sdk_session(memory, env=env) as graph:
