@@ -240,7 +240,7 @@ def _decide(action: Optional[str], all_: bool, by: Optional[str], reason: Option
             if as_json:  # a script parses stdout: an empty list, not a sentence (adversarial review 31)
                 print_json([])
             else:
-                console().print("nothing is awaiting approval")
+                console().print(f"nothing is awaiting approval ({shown(journal_named(j.path, manifest, journal))})")
             return
         # what the approval lets through, shown with the decision (issue 10 item 10)
         previews = _previews(j, targets, manifest, read=read and approve) if approve else []
@@ -397,13 +397,15 @@ def history_cmd(target: Optional[str] = typer.Argument(None, help="Session (s-â€
     by = given_actor(by)  # "" is no filter, as it is the OS user for approve (round 31, 9f)
     with journal_for(manifest, journal) as j:
         entries = history(j, target, by=by)
+        jpath = j.path
     if as_json:
         print_json([e.as_json() for e in entries])
         return
     out = console()
     if not entries:
         out.print("nothing was undone, redone, approved or denied" + (f" in {shown(target)}" if target else "")
-                  + (f" by {shown(by, line=True)}" if by else ""))
+                  + (f" by {shown(by, line=True)}" if by else "")
+                  + f" ({shown(journal_named(jpath, manifest, journal))})")
         return
     for e in entries:
         if e.kind in ("approved", "denied"):

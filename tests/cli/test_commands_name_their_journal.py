@@ -68,3 +68,16 @@ def test_no_journal_beside_a_projects_policy_names_the_installed_one(fake_home, 
     flat = " ".join(res.stderr.split())
     assert f"there is no journal at {project / 'journal.db'} yet" in flat, res.stderr
     assert f"The installed proxies write to {installed} (add --journal {installed} to read that one)" in flat, res.stderr
+
+
+def test_approve_all_deny_all_and_history_with_nothing_to_show_name_the_journal(fake_home, tmp_path):
+    # fresh user round 31b: `approve --all`, `deny --all` and `history` in the project folder said
+    # "nothing is awaiting approval" / "nothing was undone …" without saying of which journal
+    installed, project, held = _held_in_home_and_a_project(fake_home, tmp_path)
+    mine = project / "journal.db"
+    for argv in (("approve", "--all", "--no-read"), ("deny", "--all"), ("history",)):
+        p = cli(*argv, cwd=project, env=dict(os.environ))
+        flat = " ".join(p.stdout.split())
+        assert p.returncode == 0 and f"journal: {mine}" in flat, (argv, p.stdout, p.stderr)
+        assert f"the installed proxies write to {installed}" in flat, (argv, p.stdout)
+    assert held[:8] in cli("gates", "--no-read", "--journal", str(installed)).stdout  # nothing was decided
