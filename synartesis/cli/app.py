@@ -94,6 +94,12 @@ _LOOK_INSTEAD["sessions"] = ("agent sessions are what `synartesis list` shows (e
                               "line); `synartesis show SESSION` lists one session's calls, `synartesis undo SESSION` "
                               "puts back what it changed")
 _LOOK_INSTEAD["session"] = _LOOK_INSTEAD["sessions"]
+_LOOK_INSTEAD["runs"] = ("`synartesis list --runs` lists the runs (one proxy process each), one a line; "
+                         "`synartesis show RUN` lists one run's calls")
+_LOOK_INSTEAD["run"] = _LOOK_INSTEAD["runs"]
+_LOOK_INSTEAD["actions"] = ("the calls (actions) of the newest session are what `synartesis show` lists; `synartesis "
+                            "show SESSION` or `synartesis show RUN` those of one")
+_LOOK_INSTEAD["calls"] = _LOOK_INSTEAD["actions"]
 
 
 def _as_flags(argv: list[str]) -> list[str]:

@@ -513,9 +513,10 @@ def uninstall(
                                                help="Explicit recovery: put a whole file back from one of "
                                                     "synartesis's backups (the current file is backed up first)."),
 ) -> None:
-    """Put back every entry synartesis wrapped, if it is still exactly what synartesis wrote.
+    """Put back every entry synartesis wrapped, if it is still what synartesis wrote.
 
-    Entries you or the client changed since are reported and left alone; an entry that was
+    An entry whose only change since is its env gets its original back, keeping that edit; other
+    entries you or the client changed since are reported and left alone; an entry that was
     deleted is not brought back. The user policy and the journal are kept unless --purge.
     """
     from synartesis.services.install import apply_uninstall, plan_uninstall, restore_from_backup

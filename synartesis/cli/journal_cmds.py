@@ -363,7 +363,7 @@ def watch_cmd(manifest: Optional[str] = ManifestOpt, journal: Optional[str] = Jo
                 held = j.list_gated()
                 if first:
                     live_runs = sum(1 for r in runs if r.status == "active")
-                    out.print(f"[bold]watching[/] {path}  {len(runs)} runs, {live_runs} live · "
+                    out.print(f"[bold]watching[/] {path}  {len(runs)} run{'' if len(runs) == 1 else 's'}, {live_runs} live · "
                               f"{len(held)} awaiting approval" if held else
                               f"[bold]watching[/] {path}  {len(runs)} runs, {live_runs} live · nothing waiting")
                     if not actions:

@@ -1342,14 +1342,14 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
                 changes.append(Unwrap(rec))
                 fp.restore.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
-                                              f"the original entry comes back, keeping your env edit since install "
+                                              f"the original entry put back, keeping your env edit since install "
                                               f"({', '.join(env_parts)})", r.get("policy_key"), r.get("project")))
             elif st in ("exact", "equal"):
                 changes.append(RemoveShadow(rec) if rec.get("op") == "shadow" else Unwrap(rec))
                 fp.restore.append(r)
                 fp.entries.append(EntryReport(desc.id, str(path), r.get("scope", ""), name, "restore",
-                                              "the local-scope entry goes" if rec.get("op") == "shadow"
-                                              else "the original entry comes back", r.get("policy_key"), r.get("project")))
+                                              "the local-scope entry synartesis added: removed" if rec.get("op") == "shadow"
+                                              else "the original entry put back", r.get("policy_key"), r.get("project")))
             else:
                 # the backup the install that wrapped this entry took (its record names it)
                 first = r.get("backup") if isinstance(r.get("backup"), str) and Path(r["backup"]).is_file() else None

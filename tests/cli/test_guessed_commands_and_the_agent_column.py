@@ -29,6 +29,9 @@ def test_session_words_say_where_sessions_are(tmp_path):
         p = cli(word)
         assert p.returncode == 2 and "No such command" not in p.stderr, p.stderr
         assert "synartesis list" in p.stderr and "synartesis show" in p.stderr, p.stderr
+    for word in ("runs", "run", "actions", "calls"):  # fresh user round 31b: `runs` got "Did you mean 'prune'?"
+        p = cli(word)
+        assert p.returncode == 2 and "Did you mean" not in p.stderr and "synartesis show" in p.stderr, (word, p.stderr)
 
 
 def test_list_shows_the_client_with_the_session_name_beside_it(tmp_path):

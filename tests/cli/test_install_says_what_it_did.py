@@ -30,4 +30,6 @@ def test_install_and_uninstall_say_changed_and_restored_after_writing(fake_home,
     assert res.returncode == 0, res.stdout + res.stderr
     line = _line(res.stdout, cfg)
     assert "will" not in line and line.endswith(f"{cfg}: restored"), res.stdout
+    # each entry's line reads true once written too (fresh user round 31b: "… entry goes")
+    assert "original entry put back" in res.stdout and "comes back" not in res.stdout, res.stdout
     assert cfg.read_bytes() == FIXTURE.read_bytes()
