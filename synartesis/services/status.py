@@ -319,6 +319,8 @@ def collect_status(env: Env, client: str | None = None, system_root: Path | None
                     drift.append("wrapped, but not in the install record (uninstall will not restore it)")
                 if policy_error is not None:
                     pass  # nothing is read from a policy that does not load (said once, below)
+                elif pbytes is None:  # the proxy runs and holds every tool (fresh user round 31b: "no server … in" a missing file)
+                    drift.append(f"there is no policy at {policy_path}: every call is held (fail-closed)")
                 elif key not in declared:
                     drift.append(f"no server {key!r} in {policy_path}: every call is held (fail-closed)")
                 else:

@@ -77,6 +77,20 @@ def test_missing_policy_server_is_drift(fake_home, tmp_path):
     assert any("every call is held" in d for d in by["mem"].drift)
 
 
+def test_a_missing_policy_file_is_said_as_missing(fake_home, tmp_path):
+    # fresh user round 31b, #2: with the policy moved away, each row said "no server 'mem' in
+    # …/synartesis.yaml" of a file that does not exist (the proxy runs and holds every tool)
+    place(fake_home, "cursor", CURSOR)
+    env = make_env(fake_home)
+    install(env, tmp_path)
+    policy = fake_home / ".synartesis" / "synartesis.yaml"
+    policy.unlink()
+    report, by = rows(env, tmp_path)
+    assert not report.policy_exists
+    assert f"there is no policy at {policy}: every call is held (fail-closed)" in by["mem"].drift, by["mem"].drift
+    assert not any("no server" in d for d in by["mem"].drift), by["mem"].drift
+
+
 def test_project_servers_shadowed_or_uncovered(fake_home, tmp_path):
     proj = tmp_path / "proj"
     proj.mkdir()
