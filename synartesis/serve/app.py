@@ -122,7 +122,8 @@ class _Stream:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.queued_bytes = 0
         self.open = True
-        self.sending: asyncio.Future | None = None  # the write to the client under way (_pump)
+        self.writer: asyncio.Task | None = None  # the pump's task while it is inside a write (_pump)
+        self.cut = False  # _overflow cancelled that write
 
     def put(self, frame: bytes | None, last: bool = False) -> None:
         """Queue a frame; ``last``: it is the answer that completes this POST (the stream ends
@@ -155,10 +156,11 @@ class _Stream:
         self.queued_bytes = 0
         self.open = False
         self.queue.put_nowait((None, True))
-        if self.sending is not None and not self.sending.done():
+        if self.writer is not None:
             # the pump waits in that write for a socket that does not drain, and would never
             # get to the end queued above: cut it, so the response ends (adversarial review 31b)
-            self.sending.cancel()
+            self.cut = True
+            self.writer.cancel()
         log("warn", "a stream's client is not reading; the stream is ended",
             kind=self.kind, dropped_frames=dropped, limit_bytes=_STREAM_BYTES)
 
@@ -498,18 +500,19 @@ class ServeApp:
                 stream.taken(frame)
                 if frame is None:
                     break
-                sending = stream.sending = asyncio.ensure_future(send(
-                    {"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
-                     "more_body": True}))
+                # while inside the write, _overflow may cancel this task (no task of its own per
+                # frame: the write is awaited in place, as before)
+                stream.writer = asyncio.current_task()
                 try:
-                    await sending
+                    await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n",
+                                "more_body": True})
                 except asyncio.CancelledError:
-                    task = asyncio.current_task()
-                    if stream.open or (task is not None and task.cancelling()):
-                        raise
+                    task = stream.writer
+                    if not stream.cut or task is None or task.uncancel() > 0:
+                        raise  # cancelled from elsewhere too (the server shutting down)
                     return  # ended by _overflow while the write was stuck: the response is cut off
                 finally:
-                    stream.sending = None
+                    stream.writer = None
                 if last:
                     break
             await send({"type": "http.response.body", "body": b""})
