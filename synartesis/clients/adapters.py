@@ -24,6 +24,7 @@ from synartesis.errors import ConfigParseError
 from synartesis.redact import DISPLAY_MARK, redact_argv, redact_member, redact_text
 
 __all__ = [
+    "value_at",
     "ConfigView",
     "Wrap",
     "WrapRemote",
@@ -175,7 +176,8 @@ def render_template(template: Any, elements: Sequence[str]) -> str:
     return "".join(out)
 
 
-def _get_path(value: Any, path: Sequence[str]) -> Any:
+def value_at(value: Any, path: Sequence[Any]) -> Any:
+    """What ``path`` (keys, an entry's locator) names inside ``value``; None when it names nothing."""
     for k in path:
         if not isinstance(value, dict) or k not in value:
             return None
@@ -826,7 +828,7 @@ class TomlAdapter:
 
     def record_state(self, view: ConfigView, record: Mapping[str, Any]) -> str:
         """See :meth:`ClientAdapter.record_state` (TOML has no ``exact``: values are compared)."""
-        value = _get_path(view.value, record["locator"])
+        value = value_at(view.value, record["locator"])
         if value is None:
             return "missing"
         vs = value_sha(value)
@@ -848,7 +850,7 @@ class TomlAdapter:
         if table is None or "args" not in table or _inline_holder(doc, record["locator"]) is not None:
             return None
         elems = _toml_elements(table, "args")
-        at = _after_dashdash(_get_path(view.value, record["locator"]).get("args"))
+        at = _after_dashdash(value_at(view.value, record["locator"]).get("args"))
         if at is None:
             return None
         args_tpl = None
@@ -892,7 +894,7 @@ class TomlAdapter:
             raise EntryShapeError(f"the edited TOML does not parse: {exc}") from None
         for rec in records:
             if rec and rec.get("op") in ("wrap", "wrap-remote"):
-                rec["written_value_sha"] = value_sha(_get_path(plain, rec["locator"]))
+                rec["written_value_sha"] = value_sha(value_at(plain, rec["locator"]))
         return Rendered(tomledit.encode(text, view.bom), [r or {} for r in records])
 
     @staticmethod
@@ -904,7 +906,7 @@ class TomlAdapter:
 
     def _wrap(self, doc: Any, view: ConfigView, ch: Wrap, nl: str) -> dict[str, Any]:
         table = self._table(doc, ch.locator)
-        original = _get_path(view.value, ch.locator)
+        original = value_at(view.value, ch.locator)
         kind, detail = classify(original, "toml")
         if kind != "stdio":
             raise EntryShapeError(detail or "not a stdio entry")
@@ -972,7 +974,7 @@ class TomlAdapter:
         return record
 
     def _unwrap(self, doc: Any, view: ConfigView, record: Mapping[str, Any], nl: str) -> dict[str, Any]:
-        current = _get_path(view.value, record["locator"])
+        current = value_at(view.value, record["locator"])
         if current is None or (value_sha(current) != record["written_value_sha"]
                                and not env_edit_restorable(record, current)):
             raise EntryShapeError("the entry is no longer what synartesis wrote")
@@ -1075,7 +1077,7 @@ def _toml_http_lines(text: str, spans: list[tuple[str, tuple[str, ...], int, int
 
 def _toml_wrap_remote(text: str, view: ConfigView, ch: WrapRemote, nl: str) -> tuple[str, dict[str, Any]]:
     """Comment out the entry's HTTP-only lines and add command/args/env_vars/env after its header."""
-    original = _get_path(view.value, ch.locator)
+    original = value_at(view.value, ch.locator)
     if not isinstance(original, dict) or "url" not in original:
         raise EntryShapeError("not a remote entry")
     spans = _toml_spans(text)
@@ -1124,7 +1126,7 @@ def _toml_wrap_remote(text: str, view: ConfigView, ch: WrapRemote, nl: str) -> t
 
 def _toml_unwrap_remote(text: str, view: ConfigView, record: Mapping[str, Any], nl: str) -> tuple[str, dict[str, Any]]:
     """Take out what :func:`_toml_wrap_remote` added and uncomment what it commented, exactly."""
-    current = _get_path(view.value, record["locator"])
+    current = value_at(view.value, record["locator"])
     if current is None or value_sha(current) != record["written_value_sha"]:
         raise EntryShapeError("the entry is no longer what synartesis wrote")
     h_start, h_end = _toml_header(_toml_spans(text), record["locator"])
@@ -1159,7 +1161,7 @@ def expected_after(value: Any, changes: Sequence[Change], fmt: str = "json") -> 
     out = copy.deepcopy(value)
     for ch in changes:
         if isinstance(ch, WrapRemote):
-            parent = _get_path(out, ch.locator[:-1])
+            parent = value_at(out, ch.locator[:-1])
             entry = parent[ch.locator[-1]]
             if fmt == "toml":
                 new = {k: v for k, v in entry.items() if k not in CODEX_HTTP_KEYS}
@@ -1172,7 +1174,7 @@ def expected_after(value: Any, changes: Sequence[Change], fmt: str = "json") -> 
                 new = JsonAdapter.remote_value(entry, ch)
             parent[ch.locator[-1]] = new
         elif isinstance(ch, Wrap):
-            entry = _get_path(out, ch.locator)
+            entry = value_at(out, ch.locator)
             orig = [entry["command"], *entry.get("args", [])]
             entry["command"] = ch.prefix[0]
             entry["args"] = [*ch.prefix[1:], *orig]

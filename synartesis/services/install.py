@@ -34,7 +34,7 @@ import yaml
 
 from synartesis import fsops
 from synartesis.canonical import canonical, sha256_hex
-from synartesis.clients.adapters import (AddShadow, Change, env_edit, env_fields, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
+from synartesis.clients.adapters import (AddShadow, Change, env_edit, env_fields, value_at, JsonAdapter, WrapRemote, RemoveShadow, Unwrap, Wrap, EntryShapeError,
                                          adapter_for, expected_after, shown_text)
 from synartesis.clients.descriptor import ClientDescriptor, get_descriptor, load_descriptors
 from synartesis.clients.discover import FoundFile, discover, read_location
@@ -964,7 +964,7 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
         written_view = adapter.read(f.location, rendered.data)
         for p, r in zip(fp.pending, rendered.records):
             if r.get("op") in ("wrap", "shadow"):  # to tell an env edit apart (new user round 31, #8)
-                r.update(env_fields(_entry_value(written_view.value, r.get("locator") or [])))
+                r.update(env_fields(value_at(written_view.value, r.get("locator") or [])))
             p["record"] = r
         hint = f"{f.descriptor.display_name}: {f.descriptor.restart}"
         if f.descriptor.restart_required and hint not in restart:
@@ -1021,14 +1021,6 @@ def plan_install(env: Env, options: InstallOptions = InstallOptions(),
     return InstallPlan(proxy, plans, policy_path, policy_old, policy_new, policy_plans, warnings,
                        restart, start_errors, forget, upgrades,
                        [cmd for cmd in dict.fromkeys(logins) if cmd.rsplit(" ", 1)[-1] in kept], found.looked)
-
-
-def _entry_value(value: Any, locator: Sequence[Any]) -> Any:
-    for k in locator:
-        if not isinstance(value, dict) or k not in value:
-            return None
-        value = value[k]
-    return value
 
 
 def _render_checked(adapter: Any, f: FoundFile, changes: list[Change]) -> Any:
@@ -1334,7 +1326,7 @@ def plan_uninstall(env: Env, client: str | None = None, purge: bool = False) -> 
             rec = r["record"]
             st = adapter.record_state(found.view, rec)
             name = r.get("name", "")
-            current = _entry_value(found.view.value, rec.get("locator") or [])
+            current = value_at(found.view.value, rec.get("locator") or [])
             env_parts = env_edit(rec, current) if st == "edited" else None
             if env_parts and rec.get("op") == "wrap":
                 # only its env changed, which synartesis never wrote in a wrapped entry: the
