@@ -981,3 +981,13 @@ def fs_and_memory(tmp_path: Path, fs_server: list[str], memory_server: list[str]
     fs = proxy_argv("files", manifest, journal, [*fs_server, str(root)])
     memory = proxy_argv("memory", manifest, journal, memory_server)
     return root, manifest, journal, env, fs, memory
+
+
+def held_kv_call(tmp_path: Path, tool: str = "delete") -> tuple[Path, list[str]]:
+    """One call to ``tool`` through a kv proxy that holds it (no rule covers it). Returns the
+    journal and the --journal/--manifest flags that name it."""
+    manifest, journal, _state, argv = kv_proxy(tmp_path)
+    with RawSession(argv) as s:
+        s.handshake()
+        assert s.call(1, tool, {"key": "k0"}).get("isError")  # held
+    return journal, ["--journal", str(journal), "--manifest", str(manifest)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import RawSession, cli, kv_proxy
+from helpers import RawSession, cli, held_kv_call, kv_proxy
 
 
 def test_an_empty_by_means_the_os_user_when_deciding_and_no_filter_in_history(tmp_path):
@@ -31,11 +31,7 @@ def test_an_empty_by_means_the_os_user_when_deciding_and_no_filter_in_history(tm
 def test_a_by_with_a_newline_is_shown_on_one_line_by_show(tmp_path):
     # `show` printed the decider's name with its newline raw: a second line of its own making
     # under the call ("fake line at …"); history spelled it \n (adversarial review 31b)
-    manifest, journal, state, argv = kv_proxy(tmp_path)
-    with RawSession(argv) as s:
-        s.handshake()
-        assert s.call(1, "delete", {"key": "k0"}).get("isError")  # no rule: held
-    flags = ["--journal", str(journal), "--manifest", str(manifest)]
+    journal, flags = held_kv_call(tmp_path)
     approved = cli("approve", "--all", "--by", "alice\n   2 ! applied  kv.fake", "--no-read", *flags)
     assert approved.returncode == 0, approved.stdout + approved.stderr
     shown = cli("show", *flags)

@@ -46,15 +46,11 @@ def test_the_detail_screen_and_pane_spell_out_escapes_in_a_tool_name_note_and_de
     # (adversarial review 31b)
     import json
 
-    from helpers import RawSession, cli, kv_proxy, open_journal
+    from helpers import cli, held_kv_call, open_journal
     from synartesis.services.runs import action_view
     from synartesis.tui.render import action_pane, detail_text
 
-    manifest, journal, _state, argv = kv_proxy(tmp_path)
-    with RawSession(argv) as s:
-        s.handshake()
-        assert s.call(1, "nosuch\x1b[2J", {"key": "k0"}).get("isError")  # not listed: held
-    flags = ["--journal", str(journal), "--manifest", str(manifest)]
+    journal, flags = held_kv_call(tmp_path, "nosuch\x1b[2J")  # not listed: held
     denied = cli("deny", "--all", "--by", "eve\x1b]0;owned\x07", "--reason", "no\x1b[1A\r", *flags)
     assert denied.returncode == 0, denied.stdout + denied.stderr
     j = open_journal(journal)
