@@ -35,7 +35,7 @@ USAGE = """usage: synartesis proxy --server NAME [--manifest P] [--journal P] [o
 
 options:
   --server NAME              the policy's name for this server (also the name clients use)
-  --manifest P               the policy file (default: ./synartesis.yaml upward, else $SYNARTESIS_HOME/synartesis.yaml)
+  --manifest P               the policy file (default: $SYNARTESIS_HOME/synartesis.yaml; a project's own is not used)
   --journal P                the journal (default: journal.db beside the policy)
   --call-timeout S           seconds to wait for a forwarded call before answering that its outcome is
                              unknown (default: 600, or $SYNARTESIS_CALL_TIMEOUT; 0 or none: wait for ever)
