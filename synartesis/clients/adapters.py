@@ -212,8 +212,9 @@ def env_edit(record: Mapping[str, Any], value: Any) -> list[str] | None:
     env = value.get("env")
     if env is None:
         return ["env removed"]
-    if not isinstance(env, dict):
-        return ["env is no longer a table of names"]
+    if not isinstance(env, dict):  # a table when written, or never one (absent, a string, a list)
+        return ["env is no longer a table of names" if isinstance(record.get("env_names"), list)
+                else "env set to something other than a table of names"]
     was = record.get("env_names") if isinstance(record.get("env_names"), list) else []
     now = [str(k) for k in env]
     out = [f"{n} removed" for n in was if n not in now] + [f"{n} added" for n in now if n not in was]

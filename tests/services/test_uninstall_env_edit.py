@@ -121,3 +121,22 @@ def test_an_empty_env_added_or_emptied_is_said_in_words(fake_home, tmp_path):
     assert real.returncode == 0, real.stdout + real.stderr
     assert json.loads(cfg.read_text()) == {"mcpServers": {"mem": {"command": "npx", "args": [
         "-y", "@modelcontextprotocol/server-memory"], "env": {}}}}
+
+
+def test_an_env_that_never_was_a_table_is_not_said_to_be_no_longer_one(fake_home, tmp_path):
+    """Adversarial review 31c: an entry written with no env, or an env that is not a table, whose
+    env was then set to (or left) something other than a table was said 'env is no longer a
+    table of names', which it never was."""
+    original = '[mcp_servers.a]\ncommand = "npx"\nargs = ["x"]\n\n[mcp_servers.b]\ncommand = "npx"\nargs = ["y"]\nenv = "A"\n'
+    cfg = place(fake_home, "codex", original.encode())
+    _install(tmp_path)
+    text = cfg.read_text(encoding="utf-8")
+    text = text.replace('args = ["proxy", "--server", "a", "--", "npx", "x"]\n',
+                        'args = ["proxy", "--server", "a", "--", "npx", "x"]\nenv = "Q"\n', 1).replace('env = "A"', 'env = "B"')
+    cfg.write_text(text, encoding="utf-8")
+    st = cli(tmp_path, "status")
+    assert "no longer a table" not in st.stdout, st.stdout
+    assert st.stdout.count("env edited since install: env set to something other than a table of names") == 2, st.stdout
+    real = cli(tmp_path, "uninstall", "--yes")
+    assert real.returncode == 0, real.stdout + real.stderr
+    assert cfg.read_text(encoding="utf-8") == original.replace('args = ["x"]\n', 'args = ["x"]\nenv = "Q"\n').replace('env = "A"', 'env = "B"')
